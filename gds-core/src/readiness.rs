@@ -1,0 +1,383 @@
+//! GDS readiness: every fact that decides whether cuFile can be used on this
+//! machine (and for one path), with the evidence, and a verdict.
+//!
+//! Nothing here opens the cuFile driver: the report is safe on any machine.
+
+use std::path::{Path, PathBuf};
+
+use cufile_config::ConfigLocation;
+use cufile_sys::CuFileLibrary;
+use serde::Serialize;
+
+use crate::cuda::{self, CudaDriver, CudaUnavailable};
+use crate::platform::{self, DirectIo, FileSystem, NvidiaFs};
+
+/// What the loader found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum LibcufileFact {
+    Loaded {
+        /// The file the dynamic loader opened.
+        path: String,
+        /// How it was found (`KVIK_CUFILE_LIBRARY` or the default search).
+        found_by: String,
+        /// `cuFileGetVersion`, e.g. "1.15".
+        version: Option<String>,
+        version_error: Option<String>,
+        /// Optional features the library lacks, with the missing symbols.
+        missing_features: Vec<String>,
+    },
+    Missing {
+        reason: String,
+    },
+}
+
+/// Facts about one path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PathFacts {
+    pub path: PathBuf,
+    #[serde(serialize_with = "outcome")]
+    pub filesystem: Result<FileSystem, String>,
+    pub direct_io: DirectIo,
+}
+
+/// The overall answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    /// cuFile can reach storage without staging through host memory.
+    DirectPathPossible,
+    /// cuFile works, but only in its own compatibility mode (host staging with O_DIRECT).
+    CompatModeOnly,
+    /// cuFile cannot be used; only the POSIX path is available.
+    PosixOnly,
+}
+
+impl std::fmt::Display for VerdictKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            VerdictKind::DirectPathPossible => "direct path possible",
+            VerdictKind::CompatModeOnly => "cuFile compat mode only",
+            VerdictKind::PosixOnly => "POSIX only",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    pub kind: VerdictKind,
+    /// Every reason behind the verdict, most decisive first.
+    pub reasons: Vec<String>,
+}
+
+/// The full readiness report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Readiness {
+    pub libcufile: LibcufileFact,
+    #[serde(serialize_with = "outcome")]
+    pub cuda: Result<CudaDriver, CudaUnavailable>,
+    pub nvidia_fs: NvidiaFs,
+    pub udev: bool,
+    pub wsl: bool,
+    pub config: ConfigLocation,
+    pub path: Option<PathFacts>,
+    pub verdict: Verdict,
+}
+
+/// Serialize a `Result` as `{"ok": value}` or `{"error": "message"}`.
+fn outcome<S, T, E>(result: &Result<T, E>, serializer: S) -> Result<S::Ok, S::Error>
+where
+    S: serde::Serializer,
+    T: Serialize,
+    E: std::fmt::Display,
+{
+    use serde::ser::SerializeMap;
+    let mut map = serializer.serialize_map(Some(1))?;
+    match result {
+        Ok(value) => map.serialize_entry("ok", value)?,
+        Err(error) => map.serialize_entry("error", &error.to_string())?,
+    }
+    map.end()
+}
+
+/// Collect the facts for this machine, and for `path` when given.
+pub fn check(path: Option<&Path>) -> Readiness {
+    let libcufile = match CuFileLibrary::load() {
+        Ok(lib) => libcufile_fact(lib),
+        Err(e) => LibcufileFact::Missing {
+            reason: e.to_string(),
+        },
+    };
+    let path = path.map(|p| PathFacts {
+        path: platform::absolute(p),
+        filesystem: platform::filesystem(p).map_err(|e| e.to_string()),
+        direct_io: platform::direct_io(p),
+    });
+    let facts = Facts {
+        libcufile,
+        cuda: cuda::probe().cloned(),
+        nvidia_fs: platform::nvidia_fs(),
+        udev: platform::udev_present(),
+        wsl: platform::is_wsl(),
+        config: ConfigLocation::from_env(),
+        path,
+    };
+    facts.into_readiness()
+}
+
+fn libcufile_fact(lib: &CuFileLibrary) -> LibcufileFact {
+    let (version, version_error) = match lib.version() {
+        Ok(v) => (Some(v.to_string()), None),
+        Err(e) => (None, Some(e)),
+    };
+    let missing_features = lib
+        .features()
+        .into_iter()
+        .filter(|f| !f.available())
+        .map(|f| {
+            format!(
+                "{} (missing {})",
+                f.feature.description(),
+                f.missing.join(", ")
+            )
+        })
+        .collect();
+    LibcufileFact::Loaded {
+        path: lib.display_name(),
+        found_by: lib.origin().to_string(),
+        version,
+        version_error,
+        missing_features,
+    }
+}
+
+/// The facts before judgement; separated so the verdict rules can be tested
+/// with any combination of facts.
+#[derive(Debug, Clone)]
+pub struct Facts {
+    pub libcufile: LibcufileFact,
+    pub cuda: Result<CudaDriver, CudaUnavailable>,
+    pub nvidia_fs: NvidiaFs,
+    pub udev: bool,
+    pub wsl: bool,
+    pub config: ConfigLocation,
+    pub path: Option<PathFacts>,
+}
+
+impl Facts {
+    pub fn into_readiness(self) -> Readiness {
+        let verdict = self.verdict();
+        Readiness {
+            libcufile: self.libcufile,
+            cuda: self.cuda,
+            nvidia_fs: self.nvidia_fs,
+            udev: self.udev,
+            wsl: self.wsl,
+            config: self.config,
+            path: self.path,
+            verdict,
+        }
+    }
+
+    /// The rules:
+    /// * POSIX only when cuFile cannot run at all: no libcufile, no CUDA
+    ///   driver or GPU, no `/run/udev`, WSL (KvikIO's availability checks), or
+    ///   the path refuses O_DIRECT (cuFile registers files opened with it);
+    /// * otherwise compat mode only when nothing gives cuFile a direct path:
+    ///   nvidia-fs is not loaded, or the path's filesystem is not one GDS supports;
+    /// * otherwise a direct path is possible.
+    pub fn verdict(&self) -> Verdict {
+        let mut blockers = Vec::new();
+        if let LibcufileFact::Missing { reason } = &self.libcufile {
+            blockers.push(reason.clone());
+        }
+        if let Err(reason) = &self.cuda {
+            blockers.push(reason.to_string());
+        }
+        if !self.udev {
+            blockers.push(
+                "/run/udev is missing: cuFile cannot identify filesystems (KvikIO requires it)"
+                    .into(),
+            );
+        }
+        if self.wsl {
+            blockers.push("running under WSL: cuFile is not supported there".into());
+        }
+        if let Some(path) = &self.path
+            && let DirectIo::Unsupported { error, .. } = &path.direct_io
+        {
+            blockers.push(format!(
+                "{}: O_DIRECT is not supported ({error}); cuFile cannot register files there",
+                path.path.display()
+            ));
+        }
+
+        let mut no_direct = Vec::new();
+        if !self.nvidia_fs.loaded {
+            no_direct.push(format!(
+                "nvidia-fs is not loaded ({} missing): cuFile has no direct path and can only run \
+                 in its compatibility mode",
+                platform::NVIDIA_FS_VERSION_FILE
+            ));
+        }
+        if let Some(PathFacts {
+            path,
+            filesystem: Ok(fs),
+            ..
+        }) = &self.path
+            && !fs.gds_capable
+        {
+            no_direct.push(format!(
+                "{}: filesystem {} has no GDS direct path",
+                path.display(),
+                fs.name
+            ));
+        }
+
+        if !blockers.is_empty() {
+            blockers.extend(no_direct);
+            return Verdict {
+                kind: VerdictKind::PosixOnly,
+                reasons: blockers,
+            };
+        }
+        if !no_direct.is_empty() {
+            return Verdict {
+                kind: VerdictKind::CompatModeOnly,
+                reasons: no_direct,
+            };
+        }
+        let mut reasons = vec![format!(
+            "nvidia-fs is loaded ({})",
+            self.nvidia_fs
+                .version
+                .as_deref()
+                .unwrap_or("version unknown")
+        )];
+        if let Some(PathFacts {
+            path,
+            filesystem: Ok(fs),
+            ..
+        }) = &self.path
+        {
+            reasons.push(format!("{}: {} with O_DIRECT", path.display(), fs.name));
+        }
+        Verdict {
+            kind: VerdictKind::DirectPathPossible,
+            reasons,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cufile_config::LocationSource;
+
+    use super::*;
+
+    fn gpu_machine_without_nvidia_fs() -> Facts {
+        Facts {
+            libcufile: LibcufileFact::Loaded {
+                path: "/usr/local/cuda/lib64/libcufile.so.1.15.1".into(),
+                found_by: "default search".into(),
+                version: Some("1.15".into()),
+                version_error: None,
+                missing_features: vec![],
+            },
+            cuda: Ok(CudaDriver {
+                library: None,
+                driver_version: 13000,
+                devices: vec!["NVIDIA H200".into()],
+            }),
+            nvidia_fs: NvidiaFs {
+                loaded: false,
+                version: None,
+            },
+            udev: true,
+            wsl: false,
+            config: ConfigLocation {
+                source: LocationSource::BuiltInDefaults,
+                path: None,
+                exists: false,
+            },
+            path: None,
+        }
+    }
+
+    #[test]
+    fn gpu_without_nvidia_fs_is_compat_mode_only() {
+        let v = gpu_machine_without_nvidia_fs().verdict();
+        assert_eq!(v.kind, VerdictKind::CompatModeOnly);
+        assert_eq!(v.reasons.len(), 1);
+        assert!(v.reasons[0].contains("nvidia-fs is not loaded"), "{v:?}");
+    }
+
+    #[test]
+    fn cpu_machine_is_posix_only_with_every_reason() {
+        let mut facts = gpu_machine_without_nvidia_fs();
+        facts.cuda = Err(CudaUnavailable::LibraryMissing {
+            message: "libcuda.so.1: cannot open shared object file".into(),
+        });
+        let v = facts.verdict();
+        assert_eq!(v.kind, VerdictKind::PosixOnly);
+        assert!(v.reasons[0].contains("no CUDA driver"), "{v:?}");
+        assert!(
+            v.reasons
+                .iter()
+                .any(|r| r.contains("nvidia-fs is not loaded")),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn missing_udev_or_wsl_blocks_cufile() {
+        let mut facts = gpu_machine_without_nvidia_fs();
+        facts.udev = false;
+        facts.wsl = true;
+        let v = facts.verdict();
+        assert_eq!(v.kind, VerdictKind::PosixOnly);
+        assert!(v.reasons[0].contains("/run/udev"));
+        assert!(v.reasons[1].contains("WSL"));
+    }
+
+    #[test]
+    fn nvidia_fs_on_ext4_allows_the_direct_path() {
+        let mut facts = gpu_machine_without_nvidia_fs();
+        facts.nvidia_fs = NvidiaFs {
+            loaded: true,
+            version: Some("version: 2.26".into()),
+        };
+        facts.path = Some(PathFacts {
+            path: "/data/model.bin".into(),
+            filesystem: Ok(platform::filesystem_from_magic(0xEF53)),
+            direct_io: DirectIo::Supported {
+                probe: "opened with O_DIRECT and read 4 KiB".into(),
+            },
+        });
+        let v = facts.verdict();
+        assert_eq!(v.kind, VerdictKind::DirectPathPossible, "{v:?}");
+
+        // The same machine, but the file lives on tmpfs.
+        let mut on_tmpfs = facts.clone();
+        on_tmpfs.path.as_mut().unwrap().filesystem =
+            Ok(platform::filesystem_from_magic(0x0102_1994));
+        assert_eq!(on_tmpfs.verdict().kind, VerdictKind::CompatModeOnly);
+
+        // And a filesystem that refuses O_DIRECT.
+        let mut no_odirect = facts;
+        no_odirect.path.as_mut().unwrap().direct_io = DirectIo::Unsupported {
+            probe: "opened".into(),
+            errno: libc::EINVAL,
+            error: "Invalid argument".into(),
+        };
+        assert_eq!(no_odirect.verdict().kind, VerdictKind::PosixOnly);
+    }
+
+    #[test]
+    fn the_real_check_never_opens_the_driver_and_always_answers() {
+        let report = check(Some(Path::new("/proc/self/status")));
+        assert!(!report.verdict.reasons.is_empty());
+        // /proc refuses O_DIRECT, so whatever the machine, this path cannot use cuFile.
+        assert_ne!(report.verdict.kind, VerdictKind::DirectPathPossible);
+    }
+}

@@ -1,0 +1,153 @@
+//! `kvik check [PATH] [--json]`: GDS readiness with evidence and a verdict.
+//! Exits 0 whatever the verdict (the check itself succeeded).
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use cufile_config::LocationSource;
+use gds_core::platform::DirectIo;
+use gds_core::readiness::{self, LibcufileFact, Readiness};
+
+use crate::CliError;
+use crate::error::print_json;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A file or directory to check: filesystem type, O_DIRECT support.
+    pub path: Option<PathBuf>,
+    /// Print the report as JSON (an object with a `verdict` key).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &Args) -> Result<(), CliError> {
+    if let Some(path) = &args.path
+        && !path.exists()
+    {
+        return Err(CliError::Usage(format!(
+            "PATH {} does not exist",
+            path.display()
+        )));
+    }
+    let report = readiness::check(args.path.as_deref());
+    if args.json {
+        print_json(&report)
+    } else {
+        print!("{}", render(&report));
+        Ok(())
+    }
+}
+
+/// The human-readable report.
+pub fn render(r: &Readiness) -> String {
+    let mut out = String::from("GPUDirect Storage readiness\n\n");
+    let mut row = |label: &str, text: String| {
+        let mut lines = text.lines();
+        let _ = writeln!(out, "  {label:<13} {}", lines.next().unwrap_or(""));
+        for line in lines {
+            let _ = writeln!(out, "  {:<13} {line}", "");
+        }
+    };
+
+    row(
+        "libcufile",
+        match &r.libcufile {
+            LibcufileFact::Loaded {
+                path,
+                found_by,
+                version,
+                version_error,
+                missing_features,
+            } => {
+                let mut text = format!(
+                    "loaded {path} (libcufile {}, found by {found_by})",
+                    version.as_deref().unwrap_or("version unknown")
+                );
+                if let Some(e) = version_error {
+                    let _ = write!(text, "\nversion unavailable: {e}");
+                }
+                for f in missing_features {
+                    let _ = write!(text, "\nlacks {f}");
+                }
+                text
+            }
+            LibcufileFact::Missing { reason } => format!("not available: {reason}"),
+        },
+    );
+    row(
+        "CUDA driver",
+        match &r.cuda {
+            Ok(driver) => format!(
+                "{} (driver API {}), {} GPU{}: {}",
+                driver
+                    .library
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| "libcuda.so.1".into()),
+                driver.version_string(),
+                driver.devices.len(),
+                if driver.devices.len() == 1 { "" } else { "s" },
+                driver.devices.join(", ")
+            ),
+            Err(reason) => format!("not available: {reason}"),
+        },
+    );
+    row(
+        "nvidia-fs",
+        if r.nvidia_fs.loaded {
+            format!(
+                "loaded ({})",
+                r.nvidia_fs.version.as_deref().unwrap_or("version unknown")
+            )
+        } else {
+            format!(
+                "not loaded ({} missing)",
+                gds_core::platform::NVIDIA_FS_VERSION_FILE
+            )
+        },
+    );
+    row(
+        "/run/udev",
+        if r.udev {
+            "present".into()
+        } else {
+            "missing".into()
+        },
+    );
+    row("WSL", if r.wsl { "yes".into() } else { "no".into() });
+    row(
+        "cufile.json",
+        match (&r.config.source, &r.config.path) {
+            (LocationSource::BuiltInDefaults, _) => format!(
+                "none: built-in defaults ({} unset, {} missing)",
+                cufile_config::ENV_CONFIG_PATH,
+                cufile_config::DEFAULT_CONFIG_PATH
+            ),
+            (source, Some(path)) if r.config.exists => {
+                format!("{} (from {source})", path.display())
+            }
+            (source, Some(path)) => format!("{} (from {source}) does not exist", path.display()),
+            (source, None) => format!("from {source}"),
+        },
+    );
+    if let Some(p) = &r.path {
+        let fs = match &p.filesystem {
+            Ok(fs) => format!("{} (statfs magic 0x{:x})", fs.name, fs.magic),
+            Err(e) => format!("filesystem unknown: {e}"),
+        };
+        let direct = match &p.direct_io {
+            DirectIo::Supported { probe } => format!("O_DIRECT works ({probe})"),
+            DirectIo::Unsupported { probe, error, .. } => {
+                format!("O_DIRECT refused ({probe}: {error})")
+            }
+            DirectIo::Unknown { reason } => format!("O_DIRECT not checked: {reason}"),
+        };
+        row("path", format!("{}\n{fs}\n{direct}", p.path.display()));
+    }
+
+    let _ = writeln!(out, "\nverdict: {}", r.verdict.kind);
+    for reason in &r.verdict.reasons {
+        let _ = writeln!(out, "  - {reason}");
+    }
+    out
+}

@@ -1,0 +1,83 @@
+//! The stack's dependency rule: crates depend only on crates below them
+//! (kvik-cli → kvik-policy → gds-core → cufile-sys, cufile-config), so a user
+//! who validates configs builds no FFI and one who needs raw cuFile gets no
+//! thread pool.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+/// Each crate and the workspace crates it may depend on (normal dependencies).
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("cufile-sys", &[]),
+    ("cufile-config", &[]),
+    ("gds-core", &["cufile-sys", "cufile-config"]),
+    ("kvik-policy", &["gds-core", "cufile-sys", "cufile-config"]),
+    (
+        "kvik-cli",
+        &["kvik-policy", "gds-core", "cufile-sys", "cufile-config"],
+    ),
+    ("xtask", &["cufile-config"]),
+    (
+        "kvik-tests",
+        &["kvik-policy", "gds-core", "cufile-sys", "cufile-config"],
+    ),
+];
+
+#[test]
+fn dependencies_point_down_the_stack() {
+    let output = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let members: BTreeMap<&str, &serde_json::Value> = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p))
+        .collect();
+    let ours: Vec<&str> = ALLOWED.iter().map(|(name, _)| *name).collect();
+    assert_eq!(
+        members.keys().copied().collect::<Vec<_>>().len(),
+        ours.len(),
+        "members: {:?}",
+        members.keys()
+    );
+
+    for (name, allowed) in ALLOWED {
+        let package = members
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} is not a workspace member"));
+        for dep in package["dependencies"].as_array().unwrap() {
+            let dep_name = dep["name"].as_str().unwrap();
+            let is_normal = dep["kind"].is_null();
+            if is_normal && ours.contains(&dep_name) {
+                assert!(
+                    allowed.contains(&dep_name),
+                    "{name} must not depend on {dep_name}"
+                );
+            }
+        }
+    }
+    // cufile-config stays free of FFI: no libloading, no libc, no cufile-sys.
+    let config = members["cufile-config"];
+    for dep in config["dependencies"].as_array().unwrap() {
+        let dep_name = dep["name"].as_str().unwrap();
+        assert!(
+            !["libloading", "cufile-sys", "bindgen"].contains(&dep_name),
+            "cufile-config depends on {dep_name}"
+        );
+    }
+}
