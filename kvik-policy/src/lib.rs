@@ -1,19 +1,41 @@
 //! KvikIO's policy layer, in Rust.
 //!
+//! * [`Settings`] — the `KVIKIO_*` environment with KvikIO's semantics (and
+//!   unit suffixes, and strict errors), API overrides, scoped overrides.
+//! * [`FileHandle`] — open (`r`, `r+`, `w`, `w+`), route once, then
+//!   `read`/`write` (blocking) and `pread`/`pwrite` ([`PendingIo`]), each
+//!   request with a [`PathReport`].
 //! * [`CompatMode`] — ON / OFF / AUTO, parsed as KvikIO parses it.
-//! * [`task`] — the task split: how one request is cut for the thread pool.
 //! * [`routing`] — which backend serves a file and a request, and why.
+//! * [`task`] — the task split: how one request is cut for the thread pool.
+//! * [`thread_pool`] — the rayon pools the tasks run on.
+//! * [`buffer`] — the memory a request moves: host slices, device memory,
+//!   owned buffers for background requests, page-aligned buffers.
 //! * [`size`] — byte sizes as users write them (`4MiB`), strictly parsed.
+//! * [`Error`] — every failure, with the path, offset and errno.
 //!
-//! Settings (the `KVIKIO_*` environment), the thread pool, the POSIX backend,
-//! `FileHandle` and the `PathReport` land with the kvik-policy issue; device
-//! buffers with the device-memory issue.
+//! Host memory works everywhere, without CUDA. Device memory is routed and
+//! reported, and refused until the device-memory issue adds its data path.
 
+pub mod buffer;
 mod compat;
+mod error;
+mod file_handle;
+pub mod path_report;
+mod pending_io;
+mod posix;
 pub mod routing;
+pub mod settings;
 pub mod size;
 pub mod task;
+pub mod thread_pool;
 
+pub use buffer::{AlignedBuffer, Buf, BufMut, DeviceSlice, DeviceSliceMut, IoBuffer, IoBufferMut};
 pub use compat::{CompatMode, ParseCompatModeError};
+pub use error::{Error, Result};
+pub use file_handle::{FileHandle, OpenMode, Transfer};
+pub use path_report::{CuFileLayer, Operation, PathReport};
+pub use pending_io::PendingIo;
 pub use routing::{Backend, CuFileAvailability, FileRouting, MemoryKind, RequestRoute};
+pub use settings::{Settings, Source};
 pub use size::{ParseSizeError, Size, parse_size};

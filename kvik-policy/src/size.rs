@@ -100,6 +100,16 @@ impl fmt::Display for Size {
     }
 }
 
+/// `1 GiB (1073741824 bytes)`, or `4097 bytes`: exact, for reports.
+pub(crate) fn bytes_text(bytes: u64) -> String {
+    let exact = Size(bytes).to_string();
+    if exact.ends_with(" B") {
+        format!("{bytes} bytes")
+    } else {
+        format!("{exact} ({bytes} bytes)")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

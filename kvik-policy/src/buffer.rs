@@ -1,0 +1,421 @@
+//! The memory a request reads into or writes from.
+//!
+//! * [`BufMut`] / [`Buf`]: borrowed, for the blocking calls
+//!   (`FileHandle::read` / `write`): host slices, or device memory.
+//! * [`IoBufferMut`] / [`IoBuffer`]: owned, for `pread` / `pwrite`, which
+//!   run in the background and hand the buffer back when they finish (so no
+//!   task can outlive the memory it writes to).
+//! * [`AlignedBuffer`]: page-aligned host memory — what O_DIRECT needs, and
+//!   what `kvik read` reads into.
+//!
+//! Device memory is represented today only by its address ([`DeviceSliceMut`]):
+//! requests into it are routed and reported, then refused with
+//! `Error::DeviceMemoryUnsupported`. The device-memory issue adds the data
+//! path (and owned device buffers implementing [`IoBufferMut`]).
+
+use std::alloc::Layout;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::Mutex;
+
+use crate::routing::MemoryKind;
+
+/// Memory a read fills.
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum BufMut<'a> {
+    Host(&'a mut [u8]),
+    Device(DeviceSliceMut<'a>),
+}
+
+/// Memory a write takes its bytes from.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy)]
+pub enum Buf<'a> {
+    Host(&'a [u8]),
+    Device(DeviceSlice<'a>),
+}
+
+impl BufMut<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            BufMut::Host(s) => s.len(),
+            BufMut::Device(d) => d.len,
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn memory(&self) -> MemoryKind {
+        match self {
+            BufMut::Host(_) => MemoryKind::Host,
+            BufMut::Device(d) => MemoryKind::Device { ordinal: d.ordinal },
+        }
+    }
+}
+
+impl Buf<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            Buf::Host(s) => s.len(),
+            Buf::Device(d) => d.len,
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn memory(&self) -> MemoryKind {
+        match self {
+            Buf::Host(_) => MemoryKind::Host,
+            Buf::Device(d) => MemoryKind::Device { ordinal: d.ordinal },
+        }
+    }
+}
+
+impl<'a> From<&'a mut [u8]> for BufMut<'a> {
+    fn from(s: &'a mut [u8]) -> Self {
+        BufMut::Host(s)
+    }
+}
+impl<'a, const N: usize> From<&'a mut [u8; N]> for BufMut<'a> {
+    fn from(s: &'a mut [u8; N]) -> Self {
+        BufMut::Host(s)
+    }
+}
+impl<'a> From<&'a mut Vec<u8>> for BufMut<'a> {
+    fn from(s: &'a mut Vec<u8>) -> Self {
+        BufMut::Host(s)
+    }
+}
+impl<'a> From<&'a mut AlignedBuffer> for BufMut<'a> {
+    fn from(s: &'a mut AlignedBuffer) -> Self {
+        BufMut::Host(s)
+    }
+}
+impl<'a> From<DeviceSliceMut<'a>> for BufMut<'a> {
+    fn from(d: DeviceSliceMut<'a>) -> Self {
+        BufMut::Device(d)
+    }
+}
+impl<'a> From<&'a [u8]> for Buf<'a> {
+    fn from(s: &'a [u8]) -> Self {
+        Buf::Host(s)
+    }
+}
+impl<'a, const N: usize> From<&'a [u8; N]> for Buf<'a> {
+    fn from(s: &'a [u8; N]) -> Self {
+        Buf::Host(s)
+    }
+}
+impl<'a> From<&'a Vec<u8>> for Buf<'a> {
+    fn from(s: &'a Vec<u8>) -> Self {
+        Buf::Host(s)
+    }
+}
+impl<'a> From<&'a AlignedBuffer> for Buf<'a> {
+    fn from(s: &'a AlignedBuffer) -> Self {
+        Buf::Host(s)
+    }
+}
+impl<'a> From<DeviceSlice<'a>> for Buf<'a> {
+    fn from(d: DeviceSlice<'a>) -> Self {
+        Buf::Device(d)
+    }
+}
+
+/// Device memory to read into: a CUDA device address and a length on GPU
+/// `ordinal`. Nothing here dereferences it.
+#[derive(Debug)]
+pub struct DeviceSliceMut<'a> {
+    ordinal: u32,
+    ptr: u64,
+    len: usize,
+    _memory: PhantomData<&'a mut [u8]>,
+}
+
+/// Device memory to write from.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceSlice<'a> {
+    ordinal: u32,
+    ptr: u64,
+    len: usize,
+    _memory: PhantomData<&'a [u8]>,
+}
+
+impl DeviceSliceMut<'_> {
+    /// # Safety
+    /// `ptr..ptr + len` must be device memory on GPU `ordinal` that stays
+    /// allocated, and is not accessed by anyone else, for the lifetime.
+    pub unsafe fn from_raw(ordinal: u32, ptr: u64, len: usize) -> Self {
+        DeviceSliceMut {
+            ordinal,
+            ptr,
+            len,
+            _memory: PhantomData,
+        }
+    }
+    pub fn ordinal(&self) -> u32 {
+        self.ordinal
+    }
+    /// The CUDA device address (`CUdeviceptr`).
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl DeviceSlice<'_> {
+    /// # Safety
+    /// `ptr..ptr + len` must be device memory on GPU `ordinal` that stays
+    /// allocated, and is not written by anyone else, for the lifetime.
+    pub unsafe fn from_raw(ordinal: u32, ptr: u64, len: usize) -> Self {
+        DeviceSlice {
+            ordinal,
+            ptr,
+            len,
+            _memory: PhantomData,
+        }
+    }
+    pub fn ordinal(&self) -> u32 {
+        self.ordinal
+    }
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// An owned buffer a background read (`FileHandle::pread`) fills and hands back.
+pub trait IoBufferMut: Send + 'static {
+    fn as_buf_mut(&mut self) -> BufMut<'_>;
+}
+
+/// An owned buffer a background write (`FileHandle::pwrite`) takes its bytes from.
+pub trait IoBuffer: Send + 'static {
+    fn as_buf(&self) -> Buf<'_>;
+}
+
+impl IoBufferMut for Vec<u8> {
+    fn as_buf_mut(&mut self) -> BufMut<'_> {
+        BufMut::Host(self)
+    }
+}
+impl IoBufferMut for Box<[u8]> {
+    fn as_buf_mut(&mut self) -> BufMut<'_> {
+        BufMut::Host(self)
+    }
+}
+impl IoBufferMut for AlignedBuffer {
+    fn as_buf_mut(&mut self) -> BufMut<'_> {
+        BufMut::Host(self)
+    }
+}
+impl IoBuffer for Vec<u8> {
+    fn as_buf(&self) -> Buf<'_> {
+        Buf::Host(self)
+    }
+}
+impl IoBuffer for Box<[u8]> {
+    fn as_buf(&self) -> Buf<'_> {
+        Buf::Host(self)
+    }
+}
+impl IoBuffer for std::sync::Arc<[u8]> {
+    fn as_buf(&self) -> Buf<'_> {
+        Buf::Host(self)
+    }
+}
+impl IoBuffer for &'static [u8] {
+    fn as_buf(&self) -> Buf<'_> {
+        Buf::Host(self)
+    }
+}
+impl IoBuffer for AlignedBuffer {
+    fn as_buf(&self) -> Buf<'_> {
+        Buf::Host(self)
+    }
+}
+
+/// Page-aligned, zero-initialised host memory.
+///
+/// Large buffers come straight from the kernel as zero pages that are only
+/// materialised when first touched; [`AlignedBuffer::prefault`] touches them
+/// up front, so a timed read measures the read, not page faults.
+pub struct AlignedBuffer {
+    ptr: NonNull<u8>,
+    len: usize,
+    layout: Layout,
+}
+
+// SAFETY: AlignedBuffer owns its allocation exclusively, like Vec<u8>.
+unsafe impl Send for AlignedBuffer {}
+// SAFETY: shared access only hands out &[u8].
+unsafe impl Sync for AlignedBuffer {}
+
+impl AlignedBuffer {
+    /// `len` zero bytes at a page boundary.
+    ///
+    /// # Panics
+    /// When the allocation fails (as `Vec` does).
+    pub fn new(len: usize) -> AlignedBuffer {
+        let align = crate::task::page_size() as usize;
+        let layout = Layout::from_size_align(len.max(1), align).expect("buffer size overflows");
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        AlignedBuffer { ptr, len, layout }
+    }
+
+    /// Touch every page now (and ask for transparent huge pages, which make
+    /// both the faults and the later copies cheaper).
+    pub fn prefault(&mut self) {
+        if self.len == 0 {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        // SAFETY: the range is our own allocation; MADV_HUGEPAGE is advice only.
+        unsafe {
+            libc::madvise(
+                self.ptr.as_ptr().cast(),
+                self.layout.size(),
+                libc::MADV_HUGEPAGE,
+            );
+        }
+        let page = crate::task::page_size() as usize;
+        let bytes: &mut [u8] = self;
+        for i in (0..bytes.len()).step_by(page) {
+            // A volatile write of the zero already there: the page becomes
+            // resident without the compiler dropping the store.
+            // SAFETY: i is in bounds.
+            unsafe { std::ptr::write_volatile(bytes.as_mut_ptr().add(i), 0) };
+        }
+    }
+}
+
+impl std::ops::Deref for AlignedBuffer {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: ptr is valid for len initialised (zeroed) bytes.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for AlignedBuffer {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: ptr is valid for len bytes and we hold the only reference.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for AlignedBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout in `new`.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) };
+    }
+}
+
+impl std::fmt::Debug for AlignedBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AlignedBuffer")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Page-aligned bounce buffers for O_DIRECT from and to unaligned host
+/// memory, allocated once and reused (allocating in the hot path halves
+/// throughput, SPEC §7).
+static BOUNCE_BUFFERS: Mutex<Vec<AlignedBuffer>> = Mutex::new(Vec::new());
+/// More than any pool keeps busy at once; the rest are freed.
+const MAX_IDLE_BOUNCE_BUFFERS: usize = 32;
+
+/// A bounce buffer on loan from the pool; it goes back when dropped.
+pub(crate) struct BounceBuffer(Option<AlignedBuffer>);
+
+impl BounceBuffer {
+    pub(crate) fn get(size: usize) -> BounceBuffer {
+        let reused = {
+            let mut pool = BOUNCE_BUFFERS.lock().unwrap_or_else(|e| e.into_inner());
+            pool.iter()
+                .rposition(|b| b.len() == size)
+                .map(|i| pool.swap_remove(i))
+        };
+        BounceBuffer(Some(reused.unwrap_or_else(|| AlignedBuffer::new(size))))
+    }
+}
+
+impl std::ops::Deref for BounceBuffer {
+    type Target = AlignedBuffer;
+    fn deref(&self) -> &AlignedBuffer {
+        self.0.as_ref().expect("present until drop")
+    }
+}
+
+impl std::ops::DerefMut for BounceBuffer {
+    fn deref_mut(&mut self) -> &mut AlignedBuffer {
+        self.0.as_mut().expect("present until drop")
+    }
+}
+
+impl Drop for BounceBuffer {
+    fn drop(&mut self) {
+        if let Some(buffer) = self.0.take() {
+            let mut pool = BOUNCE_BUFFERS.lock().unwrap_or_else(|e| e.into_inner());
+            // Buffers of a size nobody asks for any more (bounce_buffer_size
+            // set anew) age out first.
+            if pool.len() >= MAX_IDLE_BOUNCE_BUFFERS {
+                pool.remove(0);
+            }
+            pool.push(buffer);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligned_buffers_are_page_aligned_and_zeroed() {
+        let page = crate::task::page_size() as usize;
+        for len in [0, 1, 4095, 4096, 1 << 20] {
+            let mut b = AlignedBuffer::new(len);
+            assert_eq!(b.as_ptr() as usize % page, 0);
+            assert_eq!(b.len(), len);
+            b.prefault();
+            assert!(b.iter().all(|&x| x == 0));
+        }
+    }
+
+    #[test]
+    fn bounce_buffers_are_reused() {
+        let size = 3 * 4096 + 4096 * 7; // a size no other test uses
+        let first = BounceBuffer::get(size).as_ptr() as usize;
+        let again = BounceBuffer::get(size);
+        assert_eq!(again.as_ptr() as usize, first);
+        assert_eq!(again.len(), size);
+    }
+
+    #[test]
+    fn buffers_know_their_memory() {
+        let mut v = vec![0u8; 10];
+        assert_eq!(BufMut::from(&mut v).memory(), MemoryKind::Host);
+        // SAFETY: never dereferenced.
+        let d = unsafe { DeviceSliceMut::from_raw(1, 0x1000, 64) };
+        let b = BufMut::from(d);
+        assert_eq!(
+            (b.memory(), b.len()),
+            (MemoryKind::Device { ordinal: 1 }, 64)
+        );
+    }
+}

@@ -1,0 +1,137 @@
+//! The crate's one error type: what failed, where (path, offset), and the
+//! raw OS error number when there is one.
+
+use std::path::PathBuf;
+
+use crate::path_report::Operation;
+use crate::routing::{Backend, CuFileRequired};
+use crate::settings::EnvProblem;
+
+/// Everything that can go wrong in kvik-policy.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// One or more `KVIKIO_*` variables hold values we cannot use. Every bad
+    /// variable is listed, each with its value.
+    #[error("{}", EnvProblem::describe_all(problems))]
+    Environment { problems: Vec<EnvProblem> },
+
+    /// A setting given through the API breaks its rule (`num_threads` of 0, …).
+    #[error("{setting} = {value} is invalid: {rule}")]
+    InvalidSetting {
+        setting: &'static str,
+        value: String,
+        rule: &'static str,
+    },
+
+    /// An open mode other than r, r+, w, w+.
+    #[error(
+        "open mode {mode:?} is not supported: use \"r\", \"r+\", \"w\" or \"w+\"{}",
+        if mode.starts_with('a') { " (append is not supported, as in KvikIO)" } else { "" }
+    )]
+    OpenMode { mode: String },
+
+    /// `open(2)` failed.
+    #[error("cannot open {} (mode {mode}{}): {source}", path.display(),
+        if *direct { ", O_DIRECT" } else { "" })]
+    Open {
+        path: PathBuf,
+        mode: crate::OpenMode,
+        /// Whether this was the O_DIRECT descriptor.
+        direct: bool,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A system call on an open file failed.
+    #[error("{operation} of {} at offset {offset} failed ({syscall}): {source}", path.display())]
+    Io {
+        operation: Operation,
+        /// The system call: `pread`, `pwrite`, `fstat`, `fsync`.
+        syscall: &'static str,
+        path: PathBuf,
+        offset: u64,
+        /// The raw `errno`, when the OS gave one (also inside `source`).
+        errno: Option<i32>,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// `read_exact`-style calls: the file ended before the request did.
+    #[error(
+        "{}: end of file at offset {reached}, but the read asked for bytes {offset}..{end} \
+         ({got} of {requested} bytes read)",
+        path.display(), end = offset + requested, got = reached - offset
+    )]
+    UnexpectedEof {
+        path: PathBuf,
+        /// Where the request started.
+        offset: u64,
+        requested: u64,
+        /// Where reading stopped: the end of the file.
+        reached: u64,
+    },
+
+    /// The request itself is impossible (offsets past what `off_t` holds).
+    #[error("{operation} of {size} bytes at offset {offset} in {}: {problem}", path.display())]
+    InvalidRequest {
+        operation: Operation,
+        path: PathBuf,
+        offset: u64,
+        size: u64,
+        problem: &'static str,
+    },
+
+    /// Reading a file opened write-only, or writing one opened read-only.
+    #[error("cannot {operation} {}: it was opened with mode {mode}", path.display())]
+    ModeForbids {
+        operation: Operation,
+        path: PathBuf,
+        mode: crate::OpenMode,
+    },
+
+    /// Compat mode OFF demands cuFile, and cuFile cannot be used for this file.
+    #[error("{}: {source}", path.display())]
+    CuFileRequired {
+        path: PathBuf,
+        #[source]
+        source: CuFileRequired,
+    },
+
+    /// A device-memory request: the routing was decided, but this build has
+    /// no device-memory data path yet (it lands with the device-memory issue).
+    #[error(
+        "{operation} of {} into device memory (GPU {ordinal}) would use {backend} ({reason}), \
+         but device memory is not supported yet: it lands with the device-memory issue",
+        path.display()
+    )]
+    DeviceMemoryUnsupported {
+        operation: Operation,
+        path: PathBuf,
+        ordinal: u32,
+        backend: Backend,
+        reason: String,
+    },
+
+    /// The I/O thread pool could not start.
+    #[error("cannot start the I/O thread pool with {threads} threads: {source}")]
+    ThreadPool {
+        threads: usize,
+        #[source]
+        source: rayon::ThreadPoolBuildError,
+    },
+}
+
+impl Error {
+    /// The raw OS error number behind this error, if any.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            Error::Io { errno, .. } => *errno,
+            Error::Open { source, .. } => source.raw_os_error(),
+            _ => None,
+        }
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

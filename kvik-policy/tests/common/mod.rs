@@ -1,0 +1,67 @@
+//! Shared helpers for kvik-policy's integration tests.
+#![allow(dead_code)]
+
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use kvik_policy::{CompatMode, Settings};
+
+/// Settings for tests: compat ON (no readiness check), the given split,
+/// O_DIRECT off unless asked.
+pub fn settings(threads: usize, task_size: u64) -> Settings {
+    let mut s = Settings::default();
+    s.set_compat_mode(CompatMode::On)
+        .set_auto_direct_io_read(false)
+        .set_auto_direct_io_write(false);
+    s.set_num_threads(threads).unwrap();
+    s.set_task_size(task_size).unwrap();
+    s
+}
+
+/// Deterministic pseudo-random bytes (splitmix64).
+pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// Whether O_DIRECT works in `dir` (it does not on tmpfs, for one).
+pub fn direct_io_works(dir: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let probe = dir.join("odirect-probe");
+    let ok = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&probe)
+        .is_ok();
+    let _ = std::fs::remove_file(probe);
+    ok
+}
+
+/// Say on the terminal (past the harness's capture) that a test did not run.
+pub fn skip(test: &str, reason: &str) {
+    let _ = writeln!(std::io::stderr(), "skipped: {test}: {reason}");
+}
+
+/// Run `f` on another thread; fail (instead of hanging) if it takes longer
+/// than a minute.
+pub fn within_a_minute<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("{what}: no answer within a minute (deadlock?)"))
+}
