@@ -1,27 +1,72 @@
-//! `kvik demo`: NVIDIA's GDS tutorial through the kvik-rs stack.
-//!
-//! Reading and writing land with the I/O issues (kvik-policy and the device
-//! path); until then the demo runs the readiness check that decides which path
-//! the read will take, and says so plainly.
+//! `kvik demo`: NVIDIA's GDS tutorial through the kvik-rs stack. Creates a
+//! file, reads it back with the best path available — GPU memory once the
+//! device-memory issue lands, host memory until then and on machines
+//! without a GPU — checks every byte came back (CRC-32), and prints the path
+//! report and the throughput. The file is removed unless `--keep`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use gds_core::readiness;
+use kvik_policy::{FileHandle, Settings, Size};
 
 use crate::CliError;
 use crate::error::print_json;
+use crate::transfer::{self, parse_positive_size};
+use crate::write::{self, Pattern};
+
+/// The creation writes in windows of this size (the progress bar's step).
+const WRITE_WINDOW: u64 = 64 << 20;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Size of the demo file (reading lands with the I/O issues).
-    #[arg(long, default_value = "1GiB")]
-    pub size: String,
+    /// Size of the demo file.
+    #[arg(long, default_value = "1GiB", value_parser = parse_positive_size)]
+    pub size: u64,
     /// Directory for the demo file (default: the system temp directory).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Keep the demo file afterwards (its path is printed).
+    #[arg(long)]
+    pub keep: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct Phase {
+    bytes: u64,
+    seconds: f64,
+    bytes_per_second: f64,
+    report: kvik_policy::PathReport,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct Output<'a> {
+    file: &'a Path,
+    kept: bool,
+    memory: transfer::MemoryChoice,
+    settings: Settings,
+    write: Phase,
+    /// Share of the file in the page cache just before the read (0–1).
+    page_cache_resident_before_read: Option<f64>,
+    read: Phase,
+    checksum_crc32: String,
+    /// The bytes read back have the CRC-32 of the bytes written.
+    verified: bool,
+}
+
+/// Removes the demo file unless told to keep it, also when the demo fails.
+struct Cleanup<'a> {
+    path: &'a Path,
+    keep: bool,
+}
+
+impl Drop for Cleanup<'_> {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(self.path);
+        }
+    }
 }
 
 pub fn run(args: &Args) -> Result<(), CliError> {
@@ -32,22 +77,125 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             dir.display()
         )));
     }
-    let report = readiness::check(Some(&dir));
-    if args.json {
-        return print_json(&serde_json::json!({
-            "readiness": report,
-            "io": "not yet implemented: reading and writing land with the kvik-policy and device issues",
-        }));
+    let settings = Settings::global().map_err(transfer::policy_error)?;
+    let memory = transfer::choose_memory(false);
+    let path = dir.join(format!("kvik-demo-{}.bin", std::process::id()));
+    let _cleanup = Cleanup {
+        path: &path,
+        keep: args.keep,
+    };
+    if !args.json {
+        println!(
+            "kvik demo: write a {} file, read it back through the kvik-rs stack, report the path\n",
+            Size(args.size)
+        );
     }
-    println!(
-        "kvik demo: where would a {} file in {} go?\n",
-        args.size,
-        dir.display()
-    );
-    print!("{}", crate::check::render(&report));
-    println!(
-        "\nThe read itself lands with the I/O issues (kvik-policy, device memory); \
-         this demo stops at the readiness check."
-    );
+
+    // 1. Create the file (through the stack, as the tutorial does).
+    let writer = FileHandle::open(&path, "w").map_err(transfer::policy_error)?;
+    let mut window = transfer::host_buffer(args.size.min(WRITE_WINDOW));
+    let bar = transfer::progress(args.size, "creating", args.json);
+    let written = write::write_pattern(&writer, args.size, Pattern::Random, 0, &mut window, &bar)?;
+    bar.finish_and_clear();
+    writer.sync_data().map_err(transfer::policy_error)?;
+    drop(writer);
+    drop(window);
+
+    // 2. Read it back with the best path available.
+    let resident = transfer::page_cache_residency(&path, 0, args.size);
+    let reader = FileHandle::open(&path, "r").map_err(transfer::policy_error)?;
+    let mut buffer = transfer::host_buffer(args.size.min(transfer::DEFAULT_WINDOW));
+    let bar = transfer::progress(args.size, "reading", args.json);
+    let mut hasher = crc32fast::Hasher::new();
+    let read = transfer::read_windows(&reader, 0, args.size, &mut buffer, &bar, |bytes, _| {
+        transfer::crc_update(&mut hasher, bytes);
+        Ok(())
+    })?;
+    bar.finish_and_clear();
+    let crc = hasher.finalize();
+    let verified = crc == written.crc32;
+
+    let phase = |bytes: u64, seconds: f64, report| Phase {
+        bytes,
+        seconds,
+        bytes_per_second: bytes as f64 / seconds.max(f64::MIN_POSITIVE),
+        report,
+    };
+    let output = Output {
+        file: &path,
+        kept: args.keep,
+        memory,
+        settings,
+        write: phase(args.size, written.seconds, written.report),
+        page_cache_resident_before_read: resident,
+        read: phase(read.bytes, read.seconds, read.report),
+        checksum_crc32: transfer::crc_hex(crc),
+        verified,
+    };
+    if args.json {
+        print_json(&output)?;
+    } else {
+        print!("{}", render(&output));
+    }
+    if !verified {
+        return Err(CliError::Failed(format!(
+            "{}: the bytes read back (CRC-32 {}) differ from those written (CRC-32 {})",
+            path.display(),
+            transfer::crc_hex(crc),
+            transfer::crc_hex(written.crc32)
+        )));
+    }
     Ok(())
+}
+
+fn render(o: &Output<'_>) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "  wrote   {} in {:.3} s: {} ({})",
+        o.file.display(),
+        o.write.seconds,
+        transfer::rate(o.write.bytes, o.write.seconds),
+        o.write.report.kvik.direct_io.status
+    );
+    let _ = writeln!(
+        out,
+        "  read    {} into host memory in {:.3} s: {}",
+        Size(o.read.bytes),
+        o.read.seconds,
+        transfer::rate(o.read.bytes, o.read.seconds)
+    );
+    let _ = writeln!(
+        out,
+        "  cached  {} of the file was in the page cache before the read{}",
+        transfer::percent(o.page_cache_resident_before_read),
+        match o.page_cache_resident_before_read {
+            Some(share) if share < 0.5 => " (so the read came from storage)",
+            Some(_) => " (so the read ran at memory speed)",
+            None => "",
+        }
+    );
+    let _ = writeln!(
+        out,
+        "  check   CRC-32 {} {}",
+        o.checksum_crc32,
+        if o.verified {
+            "matches the bytes written"
+        } else {
+            "DIFFERS from the bytes written"
+        }
+    );
+    let _ = writeln!(out, "  memory  host: {}", o.memory.reason);
+    let _ = writeln!(out, "\npath report (read)\n{}", o.read.report);
+    let _ = writeln!(
+        out,
+        "{}",
+        if o.kept {
+            format!("kept {}", o.file.display())
+        } else {
+            "removed the demo file (--keep keeps it)".to_string()
+        }
+    );
+    out
 }

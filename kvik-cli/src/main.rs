@@ -4,8 +4,13 @@
 //! Exit codes: 0 success, 1 operational failure, 2 bad usage or bad input.
 
 mod check;
+mod copy;
 mod demo;
 mod error;
+mod read;
+mod settings;
+mod transfer;
+mod write;
 
 use std::process::ExitCode;
 
@@ -30,14 +35,29 @@ enum Command {
     Check(check::Args),
     /// NVIDIA's tutorial: write a file, read it into GPU memory (host memory without a GPU), report the path.
     Demo(demo::Args),
+    /// Read a file through the stack: bytes, time, throughput, path report, CRC-32.
+    Read(read::Args),
+    /// Write a file through the stack (random or zeros): bytes, time, throughput, path report.
+    Write(write::Args),
+    /// Copy SRC to DST through the stack (read into memory, write out); DST appears only when complete.
+    Copy(copy::Args),
+    /// The effective KvikIO settings (KVIKIO_* environment) and where each came from.
+    Settings(settings::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Check(args) => check::run(&args),
-        Command::Demo(args) => demo::run(&args),
-    };
+    // A bad KVIKIO_* value is bad input for every command, before any I/O.
+    let result = kvik_policy::Settings::global()
+        .map_err(transfer::policy_error)
+        .and_then(|_| match cli.command {
+            Command::Check(args) => check::run(&args),
+            Command::Demo(args) => demo::run(&args),
+            Command::Read(args) => read::run(&args),
+            Command::Write(args) => write::run(&args),
+            Command::Copy(args) => copy::run(&args),
+            Command::Settings(args) => settings::run(&args),
+        });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

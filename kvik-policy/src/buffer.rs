@@ -13,7 +13,6 @@
 //! `Error::DeviceMemoryUnsupported`. The device-memory issue adds the data
 //! path (and owned device buffers implementing [`IoBufferMut`]).
 
-use std::alloc::Layout;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::Mutex;
@@ -246,18 +245,23 @@ impl IoBuffer for AlignedBuffer {
     }
 }
 
-/// Page-aligned, zero-initialised host memory.
+/// Page-aligned, zero-initialised host memory, mapped straight from the
+/// kernel (`mmap`).
 ///
-/// Large buffers come straight from the kernel as zero pages that are only
-/// materialised when first touched; [`AlignedBuffer::prefault`] touches them
-/// up front, so a timed read measures the read, not page faults.
+/// The kernel hands out zero pages that are only materialised when first
+/// touched; [`AlignedBuffer::prefault`] materialises them up front (as
+/// transparent huge pages where the system allows), so a timed read
+/// measures the read, not page faults. (`std::alloc::alloc_zeroed` with
+/// page alignment would `memset` every byte instead, faulting 4 KiB pages
+/// one at a time before huge pages could be asked for.)
 pub struct AlignedBuffer {
     ptr: NonNull<u8>,
     len: usize,
-    layout: Layout,
+    /// The mapped length (at least one page).
+    mapped: usize,
 }
 
-// SAFETY: AlignedBuffer owns its allocation exclusively, like Vec<u8>.
+// SAFETY: AlignedBuffer owns its mapping exclusively, like Vec<u8>.
 unsafe impl Send for AlignedBuffer {}
 // SAFETY: shared access only hands out &[u8].
 unsafe impl Sync for AlignedBuffer {}
@@ -266,31 +270,46 @@ impl AlignedBuffer {
     /// `len` zero bytes at a page boundary.
     ///
     /// # Panics
-    /// When the allocation fails (as `Vec` does).
+    /// When the system refuses the memory (as `Vec` aborts).
     pub fn new(len: usize) -> AlignedBuffer {
-        let align = crate::task::page_size() as usize;
-        let layout = Layout::from_size_align(len.max(1), align).expect("buffer size overflows");
-        // SAFETY: the layout has a non-zero size.
-        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        AlignedBuffer { ptr, len, layout }
+        let mapped = len.max(1);
+        // SAFETY: an anonymous private mapping; no file, no fixed address.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                mapped,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            panic!(
+                "cannot map {len} bytes of host memory: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        let ptr = NonNull::new(raw.cast::<u8>()).expect("mmap never returns null on success");
+        AlignedBuffer { ptr, len, mapped }
     }
 
-    /// Touch every page now (and ask for transparent huge pages, which make
-    /// both the faults and the later copies cheaper).
+    /// Materialise every page now, as transparent huge pages where the
+    /// system allows (they make both the faults and later copies cheaper).
     pub fn prefault(&mut self) {
         if self.len == 0 {
             return;
         }
-        #[cfg(target_os = "linux")]
-        // SAFETY: the range is our own allocation; MADV_HUGEPAGE is advice only.
-        unsafe {
-            libc::madvise(
-                self.ptr.as_ptr().cast(),
-                self.layout.size(),
-                libc::MADV_HUGEPAGE,
-            );
+        let addr = self.ptr.as_ptr().cast::<libc::c_void>();
+        // SAFETY: advice on our own mapping; failures only cost speed.
+        let populated = unsafe {
+            libc::madvise(addr, self.mapped, libc::MADV_HUGEPAGE);
+            libc::madvise(addr, self.mapped, libc::MADV_POPULATE_WRITE) == 0
+        };
+        if populated {
+            return;
         }
+        // Kernels before 5.14: touch each page.
         let page = crate::task::page_size() as usize;
         let bytes: &mut [u8] = self;
         for i in (0..bytes.len()).step_by(page) {
@@ -319,8 +338,8 @@ impl std::ops::DerefMut for AlignedBuffer {
 
 impl Drop for AlignedBuffer {
     fn drop(&mut self) {
-        // SAFETY: allocated with this layout in `new`.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) };
+        // SAFETY: unmapping exactly the mapping made in `new`.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.mapped) };
     }
 }
 

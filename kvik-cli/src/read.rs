@@ -1,0 +1,143 @@
+//! `kvik read FILE`: read through the stack; report bytes, time,
+//! throughput, the path report and (with `--checksum`) the CRC-32.
+
+use std::path::PathBuf;
+
+use kvik_policy::{FileHandle, Size};
+
+use crate::CliError;
+use crate::error::print_json;
+use crate::transfer::{self, IoArgs, parse_positive_size, parse_size_arg};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The file to read.
+    pub file: PathBuf,
+    /// Where to start, in bytes (or 4KiB, 1GiB, …).
+    #[arg(long, value_name = "N", default_value = "0", value_parser = parse_size_arg)]
+    pub offset: u64,
+    /// How much to read (default: to the end of the file).
+    #[arg(long, value_name = "N", value_parser = parse_positive_size)]
+    pub size: Option<u64>,
+    /// Read at most this much at a time into one reused buffer.
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = parse_positive_size)]
+    pub buffer: u64,
+    /// Print the CRC-32 (IEEE, as zlib.crc32) of the bytes read.
+    #[arg(long)]
+    pub checksum: bool,
+    #[command(flatten)]
+    pub io: IoArgs,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct Output<'a> {
+    file: &'a std::path::Path,
+    offset: u64,
+    bytes: u64,
+    seconds: f64,
+    bytes_per_second: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    checksum_crc32: Option<String>,
+    /// Share of the range in the page cache before the read (0–1).
+    page_cache_resident_before: Option<f64>,
+    buffer_bytes: u64,
+    memory: transfer::MemoryChoice,
+    settings: kvik_policy::Settings,
+    report: kvik_policy::PathReport,
+}
+
+pub fn run(args: &Args) -> Result<(), CliError> {
+    let settings = args.io.settings()?;
+    let file_len = transfer::existing_file(&args.file, "FILE")?;
+    let size = range(file_len, args.offset, args.size, &args.file)?;
+    let memory = transfer::choose_memory(args.io.host);
+    let file = FileHandle::open_with(&args.file, "r", &settings).map_err(transfer::policy_error)?;
+    let resident = transfer::page_cache_residency(&args.file, args.offset, size);
+
+    let mut buffer = transfer::host_buffer(size.min(args.buffer));
+    let bar = transfer::progress(size, "read", args.json);
+    let mut hasher = args.checksum.then(crc32fast::Hasher::new);
+    let result =
+        transfer::read_windows(&file, args.offset, size, &mut buffer, &bar, |bytes, _| {
+            if let Some(h) = hasher.as_mut() {
+                transfer::crc_update(h, bytes);
+            }
+            Ok(())
+        })?;
+    bar.finish_and_clear();
+    let checksum = hasher.map(|h| transfer::crc_hex(h.finalize()));
+
+    let output = Output {
+        file: &args.file,
+        offset: args.offset,
+        bytes: result.bytes,
+        seconds: result.seconds,
+        bytes_per_second: result.bytes as f64 / result.seconds.max(f64::MIN_POSITIVE),
+        checksum_crc32: checksum,
+        page_cache_resident_before: resident,
+        buffer_bytes: buffer.len() as u64,
+        memory,
+        settings,
+        report: result.report,
+    };
+    if args.json {
+        return print_json(&output);
+    }
+    println!(
+        "read {} from {} at offset {} into host memory",
+        Size(output.bytes),
+        args.file.display(),
+        args.offset,
+    );
+    println!(
+        "  {} bytes in {:.4} s: {}",
+        output.bytes,
+        output.seconds,
+        transfer::rate(output.bytes, output.seconds)
+    );
+    if let Some(crc) = &output.checksum_crc32 {
+        println!("  CRC-32       {crc}");
+    }
+    println!(
+        "  page cache   {} of the range was cached before the read",
+        transfer::percent(resident)
+    );
+    println!(
+        "  buffer       {} (reused for each window, faulted in before timing)",
+        Size(output.buffer_bytes)
+    );
+    println!("  memory       host: {}", output.memory.reason);
+    println!("\npath report\n{}", output.report);
+    Ok(())
+}
+
+/// The number of bytes to read, or why the range is bad.
+fn range(
+    file_len: u64,
+    offset: u64,
+    size: Option<u64>,
+    path: &std::path::Path,
+) -> Result<u64, CliError> {
+    let usage = |m: String| Err(CliError::Usage(m));
+    if offset > file_len {
+        return usage(format!(
+            "--offset {offset} is beyond the end of {} ({file_len} bytes)",
+            path.display()
+        ));
+    }
+    match size {
+        Some(size) if offset.checked_add(size).is_none_or(|end| end > file_len) => usage(format!(
+            "--offset {offset} + --size {size} ends beyond the end of {} ({file_len} bytes)",
+            path.display()
+        )),
+        Some(size) => Ok(size),
+        None if offset == file_len => usage(format!(
+            "nothing to read: {} has {file_len} bytes and --offset is {offset}",
+            path.display()
+        )),
+        None => Ok(file_len - offset),
+    }
+}
