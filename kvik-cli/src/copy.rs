@@ -18,14 +18,8 @@ pub struct Args {
     /// Copy at most this much at a time through one reused buffer.
     #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = parse_positive_size)]
     pub buffer: u64,
-    /// Print the CRC-32 (IEEE, as zlib.crc32) of the bytes copied.
-    #[arg(long)]
-    pub checksum: bool,
     #[command(flatten)]
     pub io: IoArgs,
-    /// Print the result as JSON.
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -75,8 +69,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         .map_err(transfer::policy_error)?;
 
     let mut buffer = transfer::host_buffer(size.min(args.buffer));
-    let bar = transfer::progress(size, "copy", args.json);
-    let mut hasher = args.checksum.then(crc32fast::Hasher::new);
+    let bar = transfer::progress(size, "copy", args.io.json);
+    let mut hasher = args.io.checksum.then(crc32fast::Hasher::new);
     let mut write_seconds = 0.0;
     let mut write_report: Option<kvik_policy::PathReport> = None;
     let read = if size == 0 {
@@ -131,7 +125,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         read: leg(read.seconds, read.report),
         write: leg(write_seconds, write_report),
     };
-    if args.json {
+    if args.io.json {
         return print_json(&out);
     }
     println!(

@@ -22,14 +22,8 @@ pub struct Args {
     /// Read at most this much at a time into one reused buffer.
     #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = parse_positive_size)]
     pub buffer: u64,
-    /// Print the CRC-32 (IEEE, as zlib.crc32) of the bytes read.
-    #[arg(long)]
-    pub checksum: bool,
     #[command(flatten)]
     pub io: IoArgs,
-    /// Print the result as JSON.
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -58,8 +52,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let resident = transfer::page_cache_residency(&args.file, args.offset, size);
 
     let mut buffer = transfer::host_buffer(size.min(args.buffer));
-    let bar = transfer::progress(size, "read", args.json);
-    let mut hasher = args.checksum.then(crc32fast::Hasher::new);
+    let bar = transfer::progress(size, "read", args.io.json);
+    let mut hasher = args.io.checksum.then(crc32fast::Hasher::new);
     let result =
         transfer::read_windows(&file, args.offset, size, &mut buffer, &bar, |bytes, _| {
             if let Some(h) = hasher.as_mut() {
@@ -83,7 +77,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         settings,
         report: result.report,
     };
-    if args.json {
+    if args.io.json {
         return print_json(&output);
     }
     println!(

@@ -33,6 +33,12 @@ pub struct IoArgs {
     /// KVIKIO_COMPAT_MODE).
     #[arg(long, value_name = "MODE", value_parser = parse_compat)]
     pub compat: Option<CompatMode>,
+    /// Print the CRC-32 (IEEE, as zlib.crc32) of the bytes moved.
+    #[arg(long)]
+    pub checksum: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl IoArgs {

@@ -35,14 +35,8 @@ pub struct Args {
     /// Write at most this much at a time from one reused buffer.
     #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_positive_size)]
     pub buffer: u64,
-    /// Print the CRC-32 (IEEE, as zlib.crc32) of the bytes written.
-    #[arg(long)]
-    pub checksum: bool,
     #[command(flatten)]
     pub io: IoArgs,
-    /// Print the result as JSON.
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -145,7 +139,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     // Windows are whole words so each starts the pattern on a word.
     let window = args.size.min(args.buffer.next_multiple_of(8));
     let mut buffer = transfer::host_buffer(window);
-    let bar = transfer::progress(args.size, "write", args.json);
+    let bar = transfer::progress(args.size, "write", args.io.json);
     let written = write_pattern(&file, args.size, args.pattern, args.seed, &mut buffer, &bar)?;
     bar.finish_and_clear();
     output.commit(&file)?;
@@ -158,12 +152,12 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         seconds: written.seconds,
         bytes_per_second: args.size as f64 / written.seconds.max(f64::MIN_POSITIVE),
         pattern: args.pattern,
-        checksum_crc32: args.checksum.then(|| transfer::crc_hex(written.crc32)),
+        checksum_crc32: args.io.checksum.then(|| transfer::crc_hex(written.crc32)),
         memory,
         settings,
         report,
     };
-    if args.json {
+    if args.io.json {
         return print_json(&out);
     }
     println!(

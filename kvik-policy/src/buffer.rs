@@ -122,22 +122,26 @@ impl<'a> From<DeviceSlice<'a>> for Buf<'a> {
     }
 }
 
-/// Device memory to read into: a CUDA device address and a length on GPU
-/// `ordinal`. Nothing here dereferences it.
+/// A range of device memory: GPU `ordinal`, a CUDA device address
+/// (`CUdeviceptr`) and a length. Nothing here dereferences it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceRange {
+    pub ordinal: u32,
+    pub ptr: u64,
+    pub len: usize,
+}
+
+/// Device memory to read into, borrowed for `'a`.
 #[derive(Debug)]
 pub struct DeviceSliceMut<'a> {
-    ordinal: u32,
-    ptr: u64,
-    len: usize,
+    range: DeviceRange,
     _memory: PhantomData<&'a mut [u8]>,
 }
 
-/// Device memory to write from.
+/// Device memory to write from, borrowed for `'a`.
 #[derive(Debug, Clone, Copy)]
 pub struct DeviceSlice<'a> {
-    ordinal: u32,
-    ptr: u64,
-    len: usize,
+    range: DeviceRange,
     _memory: PhantomData<&'a [u8]>,
 }
 
@@ -146,25 +150,11 @@ impl DeviceSliceMut<'_> {
     /// `ptr..ptr + len` must be device memory on GPU `ordinal` that stays
     /// allocated, and is not accessed by anyone else, for the lifetime.
     pub unsafe fn from_raw(ordinal: u32, ptr: u64, len: usize) -> Self {
+        let range = DeviceRange { ordinal, ptr, len };
         DeviceSliceMut {
-            ordinal,
-            ptr,
-            len,
+            range,
             _memory: PhantomData,
         }
-    }
-    pub fn ordinal(&self) -> u32 {
-        self.ordinal
-    }
-    /// The CUDA device address (`CUdeviceptr`).
-    pub fn device_ptr(&self) -> u64 {
-        self.ptr
-    }
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 }
 
@@ -173,24 +163,25 @@ impl DeviceSlice<'_> {
     /// `ptr..ptr + len` must be device memory on GPU `ordinal` that stays
     /// allocated, and is not written by anyone else, for the lifetime.
     pub unsafe fn from_raw(ordinal: u32, ptr: u64, len: usize) -> Self {
+        let range = DeviceRange { ordinal, ptr, len };
         DeviceSlice {
-            ordinal,
-            ptr,
-            len,
+            range,
             _memory: PhantomData,
         }
     }
-    pub fn ordinal(&self) -> u32 {
-        self.ordinal
+}
+
+impl std::ops::Deref for DeviceSliceMut<'_> {
+    type Target = DeviceRange;
+    fn deref(&self) -> &DeviceRange {
+        &self.range
     }
-    pub fn device_ptr(&self) -> u64 {
-        self.ptr
-    }
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
+}
+
+impl std::ops::Deref for DeviceSlice<'_> {
+    type Target = DeviceRange;
+    fn deref(&self) -> &DeviceRange {
+        &self.range
     }
 }
 

@@ -500,10 +500,10 @@ impl Inner {
                 inline,
             ),
             Memory::Read(BufMut::Device(d)) => {
-                Err(self.device_unsupported(operation, d.ordinal(), route))
+                Err(self.device_unsupported(operation, d.ordinal, route))
             }
             Memory::Write(Buf::Device(d)) => {
-                Err(self.device_unsupported(operation, d.ordinal(), route))
+                Err(self.device_unsupported(operation, d.ordinal, route))
             }
         }
     }

@@ -30,7 +30,9 @@ pub mod size;
 pub mod task;
 pub mod thread_pool;
 
-pub use buffer::{AlignedBuffer, Buf, BufMut, DeviceSlice, DeviceSliceMut, IoBuffer, IoBufferMut};
+pub use buffer::{
+    AlignedBuffer, Buf, BufMut, DeviceRange, DeviceSlice, DeviceSliceMut, IoBuffer, IoBufferMut,
+};
 pub use compat::{CompatMode, ParseCompatModeError};
 pub use error::{Error, Result};
 pub use file_handle::{FileHandle, OpenMode, Transfer};

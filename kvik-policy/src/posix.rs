@@ -42,21 +42,26 @@ pub(crate) struct TaskOutcome {
     pub direct_refused: Option<String>,
 }
 
-/// One system call's worth of a task: which descriptor, which part.
+/// One system call's worth of a task: which descriptor, how many bytes.
 #[derive(Debug, Clone, Copy)]
-enum Step {
+enum Step<'f> {
     Buffered(usize),
     /// O_DIRECT on the caller's (page-aligned) memory.
-    Direct(usize),
+    Direct(&'f File, usize),
     /// O_DIRECT through a bounce buffer.
-    Bounced(usize),
+    Bounced(&'f File, usize),
 }
 
-fn plan_step(file_offset: u64, memory: *const u8, remaining: usize, direct: bool) -> Step {
+fn plan_step<'f>(
+    file_offset: u64,
+    memory: *const u8,
+    remaining: usize,
+    direct: Option<&'f File>,
+) -> Step<'f> {
     let page = page_size();
-    if !direct {
+    let Some(direct) = direct else {
         return Step::Buffered(remaining);
-    }
+    };
     if file_offset % page != 0 {
         // Buffered up to the next page boundary.
         let to_boundary = (page - file_offset % page) as usize;
@@ -67,9 +72,9 @@ fn plan_step(file_offset: u64, memory: *const u8, remaining: usize, direct: bool
         return Step::Buffered(remaining);
     }
     if (memory as usize) % page as usize == 0 {
-        Step::Direct(aligned)
+        Step::Direct(direct, aligned)
     } else {
-        Step::Bounced(aligned)
+        Step::Bounced(direct, aligned)
     }
 }
 
@@ -107,47 +112,31 @@ pub(crate) fn read(
     offset: u64,
     cancel: &AtomicBool,
 ) -> Result<TaskOutcome> {
-    let mut outcome = TaskOutcome::default();
-    let mut direct = fds.direct;
-    let mut bounce: Option<BounceBuffer> = None;
-    let mut done = 0usize;
-    while done < buf.len() {
-        if cancel.load(Ordering::Relaxed) {
-            break;
-        }
-        let at = offset + done as u64;
-        let rest = &mut buf[done..];
-        let step = plan_step(at, rest.as_ptr(), rest.len(), direct.is_some());
-        let result = match (step, direct) {
-            (Step::Buffered(n), _) => retry(|| fds.buffered.read_at(&mut rest[..n], at)),
-            (Step::Direct(n), Some(d)) => retry(|| d.read_at(&mut rest[..n], at)),
-            (Step::Bounced(n), Some(d)) => {
-                let b = bounce.get_or_insert_with(|| BounceBuffer::get(bounce_len(fds)));
-                let n = n.min(b.len());
-                retry(|| d.read_at(&mut b[..n], at)).inspect(|&got| {
+    let memory = buf.as_ptr();
+    let len = buf.len();
+    run(
+        fds,
+        Operation::Read,
+        memory,
+        len,
+        offset,
+        cancel,
+        |step, done, bounce| {
+            let at = offset + done as u64;
+            let rest = &mut buf[done..];
+            match step {
+                Step::Buffered(n) => retry(|| fds.buffered.read_at(&mut rest[..n], at)),
+                Step::Direct(d, n) => retry(|| d.read_at(&mut rest[..n], at)),
+                Step::Bounced(d, n) => {
+                    let b = bounce.get_or_insert_with(|| BounceBuffer::get(bounce_len(fds)));
+                    let n = n.min(b.len());
+                    let got = retry(|| d.read_at(&mut b[..n], at))?;
                     rest[..got].copy_from_slice(&b[..got]);
-                })
-            }
-            (Step::Direct(_) | Step::Bounced(_), None) => unreachable!("planned without O_DIRECT"),
-        };
-        let used_direct = matches!(step, Step::Direct(_) | Step::Bounced(_));
-        match result {
-            Ok(0) => break, // end of file
-            Ok(got) => {
-                done += got;
-                if used_direct {
-                    outcome.direct_bytes += got as u64;
+                    Ok(got)
                 }
             }
-            Err(e) if used_direct && e.raw_os_error() == Some(libc::EINVAL) => {
-                outcome.direct_refused = Some(e.to_string());
-                direct = None;
-            }
-            Err(e) => return Err(io_error(Operation::Read, "pread", fds.path, at, e)),
-        }
-    }
-    outcome.bytes = done as u64;
-    Ok(outcome)
+        },
+    )
 }
 
 /// Write all of `buf` at `offset`.
@@ -157,50 +146,71 @@ pub(crate) fn write(
     offset: u64,
     cancel: &AtomicBool,
 ) -> Result<TaskOutcome> {
+    run(
+        fds,
+        Operation::Write,
+        buf.as_ptr(),
+        buf.len(),
+        offset,
+        cancel,
+        |step, done, bounce| {
+            let at = offset + done as u64;
+            let rest = &buf[done..];
+            match step {
+                Step::Buffered(n) => retry(|| fds.buffered.write_at(&rest[..n], at)),
+                Step::Direct(d, n) => retry(|| d.write_at(&rest[..n], at)),
+                Step::Bounced(d, n) => {
+                    let b = bounce.get_or_insert_with(|| BounceBuffer::get(bounce_len(fds)));
+                    let n = n.min(b.len());
+                    b[..n].copy_from_slice(&rest[..n]);
+                    retry(|| d.write_at(&b[..n], at))
+                }
+            }
+        },
+    )
+}
+
+/// The loop both directions share: plan a step, do it (`io` gets the step,
+/// the bytes done so far and the task's bounce buffer slot), account for
+/// it, until the range is done, the file ends (reads) or another task failed.
+fn run<'f>(
+    fds: Descriptors<'f>,
+    operation: Operation,
+    memory: *const u8,
+    len: usize,
+    offset: u64,
+    cancel: &AtomicBool,
+    mut io: impl FnMut(Step<'f>, usize, &mut Option<BounceBuffer>) -> io::Result<usize>,
+) -> Result<TaskOutcome> {
+    let syscall = match operation {
+        Operation::Read => "pread",
+        Operation::Write => "pwrite",
+    };
     let mut outcome = TaskOutcome::default();
     let mut direct = fds.direct;
     let mut bounce: Option<BounceBuffer> = None;
     let mut done = 0usize;
-    while done < buf.len() {
-        if cancel.load(Ordering::Relaxed) {
-            break;
-        }
+    while done < len && !cancel.load(Ordering::Relaxed) {
         let at = offset + done as u64;
-        let rest = &buf[done..];
-        let step = plan_step(at, rest.as_ptr(), rest.len(), direct.is_some());
-        let result = match (step, direct) {
-            (Step::Buffered(n), _) => retry(|| fds.buffered.write_at(&rest[..n], at)),
-            (Step::Direct(n), Some(d)) => retry(|| d.write_at(&rest[..n], at)),
-            (Step::Bounced(n), Some(d)) => {
-                let b = bounce.get_or_insert_with(|| BounceBuffer::get(bounce_len(fds)));
-                let n = n.min(b.len());
-                b[..n].copy_from_slice(&rest[..n]);
-                retry(|| d.write_at(&b[..n], at))
-            }
-            (Step::Direct(_) | Step::Bounced(_), None) => unreachable!("planned without O_DIRECT"),
-        };
-        let used_direct = matches!(step, Step::Direct(_) | Step::Bounced(_));
-        match result {
+        let step = plan_step(at, memory.wrapping_add(done), len - done, direct);
+        let used_direct = !matches!(step, Step::Buffered(_));
+        match io(step, done, &mut bounce) {
+            Ok(0) if operation == Operation::Read => break, // end of file
             Ok(0) => {
-                return Err(io_error(
-                    Operation::Write,
-                    "pwrite",
-                    fds.path,
-                    at,
-                    io::Error::new(io::ErrorKind::WriteZero, "pwrite wrote nothing"),
-                ));
+                let nothing = io::Error::new(io::ErrorKind::WriteZero, "pwrite wrote nothing");
+                return Err(io_error(operation, syscall, fds.path, at, nothing));
             }
-            Ok(put) => {
-                done += put;
+            Ok(n) => {
+                done += n;
                 if used_direct {
-                    outcome.direct_bytes += put as u64;
+                    outcome.direct_bytes += n as u64;
                 }
             }
             Err(e) if used_direct && e.raw_os_error() == Some(libc::EINVAL) => {
                 outcome.direct_refused = Some(e.to_string());
                 direct = None;
             }
-            Err(e) => return Err(io_error(Operation::Write, "pwrite", fds.path, at, e)),
+            Err(e) => return Err(io_error(operation, syscall, fds.path, at, e)),
         }
     }
     outcome.bytes = done as u64;
@@ -221,27 +231,26 @@ mod tests {
     #[test]
     fn steps_split_head_middle_and_tail() {
         let page = page_size();
-        let aligned = page as usize as *const u8;
-        let unaligned = (page as usize + 1) as *const u8;
+        let p = page as usize;
+        let file = File::open("/proc/self/status").unwrap();
+        let d = Some(&file);
+        let aligned = p as *const u8;
+        let unaligned = (p + 1) as *const u8;
         // Without O_DIRECT: one buffered step for everything.
         assert!(matches!(
-            plan_step(3, aligned, 100, false),
+            plan_step(3, aligned, 100, None),
             Step::Buffered(100)
         ));
         // Unaligned file offset: buffered up to the page boundary.
         assert!(matches!(
-            plan_step(page - 10, aligned, 5 * page as usize, true),
+            plan_step(page - 10, aligned, 5 * p, d),
             Step::Buffered(10)
         ));
         // Aligned offset: whole pages direct (or bounced), the tail buffered.
-        assert!(matches!(
-            plan_step(page, aligned, 3 * page as usize + 7, true),
-            Step::Direct(n) if n == 3 * page as usize
-        ));
-        assert!(matches!(
-            plan_step(page, unaligned, 3 * page as usize + 7, true),
-            Step::Bounced(n) if n == 3 * page as usize
-        ));
-        assert!(matches!(plan_step(0, aligned, 7, true), Step::Buffered(7)));
+        assert!(matches!(plan_step(page, aligned, 3 * p + 7, d), Step::Direct(_, n) if n == 3 * p));
+        assert!(
+            matches!(plan_step(page, unaligned, 3 * p + 7, d), Step::Bounced(_, n) if n == 3 * p)
+        );
+        assert!(matches!(plan_step(0, aligned, 7, d), Step::Buffered(7)));
     }
 }
