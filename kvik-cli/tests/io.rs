@@ -492,3 +492,43 @@ fn demo_writes_reads_verifies_and_cleans_up() {
     assert!(text.contains("matches the bytes written"), "{text}");
     assert!(text.contains("path report (read)"), "{text}");
 }
+
+/// The check, once (1 GiB): a copy of a random file is identical.
+#[test]
+fn copy_of_a_1_gib_random_file_is_byte_identical() {
+    use std::io::Read as _;
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("1g.bin");
+    let dst = dir.path().join("1g.copy");
+    let w = json(&kvik(&[
+        "write",
+        p(&src),
+        "--size",
+        "1GiB",
+        "--checksum",
+        "--json",
+    ]));
+    let c = json(&kvik(&["copy", p(&src), p(&dst), "--checksum", "--json"]));
+    assert_eq!(c["bytes"], 1u64 << 30);
+    assert_eq!(c["checksum_crc32"], w["checksum_crc32"]);
+    let (mut a, mut b) = (
+        std::fs::File::open(&src).unwrap(),
+        std::fs::File::open(&dst).unwrap(),
+    );
+    assert_eq!(b.metadata().unwrap().len(), 1 << 30);
+    let (mut x, mut y) = (vec![0u8; 8 << 20], vec![0u8; 8 << 20]);
+    let mut offset = 0u64;
+    loop {
+        let n = a.read(&mut x).unwrap();
+        b.read_exact(&mut y[..n]).unwrap();
+        assert!(
+            x[..n] == y[..n],
+            "the copy differs in the 8 MiB from offset {offset}"
+        );
+        if n == 0 {
+            break;
+        }
+        offset += n as u64;
+    }
+    assert_eq!(offset, 1 << 30);
+}
