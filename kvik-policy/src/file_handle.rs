@@ -209,6 +209,9 @@ impl FileHandle {
             tasks_in_flight: AtomicUsize::new(0),
         };
         inner.routing = inner.route(settings.compat_mode())?;
+        // Start the pool now: thread start-up belongs to the open, not to
+        // the first request's time.
+        thread_pool::get(settings.num_threads())?;
         Ok(FileHandle {
             inner: Arc::new(inner),
         })
@@ -584,12 +587,11 @@ impl Inner {
                 }
             }
         }
-        let pool = thread_pool::get(settings.num_threads())?;
         let run = |task: Task, memory: TaskMemory<'_>| match memory {
             TaskMemory::HostRead(buf) => posix::read(fds, buf, task.file_offset, cancel),
             TaskMemory::HostWrite(buf) => posix::write(fds, buf, task.file_offset, cancel),
         };
-        let outcomes = self.run_tasks(&pool, work, cancel, inline, &run)?;
+        let outcomes = self.run_tasks(settings.num_threads(), work, cancel, inline, &run)?;
 
         // A read's result is the bytes up to the first task that met the end
         // of the file; anything after it would not be contiguous.
@@ -651,7 +653,7 @@ impl Inner {
     /// only when no task is left running.
     fn run_tasks<'m>(
         &self,
-        pool: &ThreadPool,
+        threads: usize,
         work: Vec<(Task, TaskMemory<'m>)>,
         cancel: &AtomicBool,
         inline: bool,
@@ -684,7 +686,7 @@ impl Inner {
             }
         } else {
             let one = &one;
-            pool.scope(|s| {
+            thread_pool::get(threads)?.scope(|s| {
                 for ((task, memory), slot) in work.into_iter().zip(outcomes.iter_mut()) {
                     s.spawn(move |_| one(task, memory, slot));
                 }
