@@ -686,9 +686,13 @@ impl Inner {
             }
         } else {
             let one = &one;
-            thread_pool::get(threads)?.scope(|s| {
+            // FIFO: every thread takes tasks in file order, so the kernel's
+            // readahead sees one forward stream (rayon's default LIFO has the
+            // owner read backwards from the end while thieves read forwards,
+            // which halves cold-file throughput).
+            thread_pool::get(threads)?.scope_fifo(|s| {
                 for ((task, memory), slot) in work.into_iter().zip(outcomes.iter_mut()) {
-                    s.spawn(move |_| one(task, memory, slot));
+                    s.spawn_fifo(move |_| one(task, memory, slot));
                 }
             });
         }
