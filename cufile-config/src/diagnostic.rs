@@ -165,6 +165,15 @@ impl Diagnostic {
     }
 }
 
+/// A diagnostic with the file it is about, for machine output of several
+/// files (`--json`).
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct FileDiagnostic<'a> {
+    pub file: &'a str,
+    #[serde(flatten)]
+    pub diagnostic: &'a Diagnostic,
+}
+
 /// Sorts diagnostics by position, errors first at the same place.
 pub(crate) fn sort(diagnostics: &mut [Diagnostic]) {
     diagnostics.sort_by(|a, b| {

@@ -37,7 +37,7 @@ mod validate;
 use std::path::{Path, PathBuf};
 
 pub use defaults::{library_defaults, stock_file};
-pub use diagnostic::{Diagnostic, DiagnosticKind, Position, Severity, summary};
+pub use diagnostic::{Diagnostic, DiagnosticKind, FileDiagnostic, Position, Severity, summary};
 pub use effective::{ApiOverrides, EffectiveConfig, EffectiveSetting, LogDestination, Source};
 pub use env::Environment;
 pub use error::ConfigError;
@@ -146,6 +146,14 @@ impl ParsedConfig {
     /// Everything cuFile will use with this file, `environment` and `api`.
     pub fn effective(&self, environment: &Environment, api: &ApiOverrides) -> EffectiveConfig {
         EffectiveConfig::resolve(self.options.library, Some(self), environment, api)
+    }
+
+    /// The diagnostics tagged with `file`, for `--json` output.
+    pub fn file_diagnostics<'a>(&'a self, file: &'a str) -> Vec<FileDiagnostic<'a>> {
+        self.diagnostics
+            .iter()
+            .map(|diagnostic| FileDiagnostic { file, diagnostic })
+            .collect()
     }
 
     /// The diagnostics as a compiler prints them, one per line, then a

@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 1 operational failure, 2 bad usage or bad input.
 
 mod check;
+mod config;
 mod demo;
 mod error;
 
@@ -30,6 +31,8 @@ enum Command {
     Check(check::Args),
     /// NVIDIA's tutorial: write a file, read it into GPU memory (host memory without a GPU), report the path.
     Demo(demo::Args),
+    /// cufile.json: `validate` it like a compiler, or `show` the values cuFile will use and their sources.
+    Config(config::Args),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Config(args) => config::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
