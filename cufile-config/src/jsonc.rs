@@ -270,7 +270,8 @@ pub fn parse(text: &str) -> Document {
                 )
                 .with_help("remove it: it is probably a stray brace or a pasted fragment"),
             );
-            parse_ast(&text[skip..skip + end]).ok().flatten()
+            text.get(skip..skip + end)
+                .and_then(|first| parse_ast(first).ok().flatten())
         }
         Err(error) => {
             let range = error.range();
