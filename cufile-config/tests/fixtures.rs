@@ -213,3 +213,18 @@ fn unknown_keys_are_kept_in_the_model() {
         serde_json::json!(true)
     );
 }
+
+#[test]
+fn large_and_real_numbers_in_unknown_keys_round_trip_exactly() {
+    // Found by the fuzz target: a 95-digit number under an unknown key came
+    // back one bit off after model -> JSON -> model.
+    let text = format!(
+        r#"{{"execution": {{"x": {}6, "y": 0.1, "z": -1.5e-300}}}}"#,
+        "4".repeat(94)
+    );
+    let parsed = ParsedConfig::parse(&text);
+    let json = serde_json::to_string(&parsed.config).unwrap();
+    let back: cufile_config::CufileConfig = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, parsed.config, "{json}");
+    assert_eq!(ParsedConfig::parse(&json).config, parsed.config);
+}
