@@ -1,0 +1,176 @@
+//! cuFile on a real GPU: driver, properties, file registration, reads into
+//! device memory with and without buffer registration, and the statistics
+//! delta of every read.
+//!
+//! Needs a CUDA driver with a GPU and libcufile (`KVIK_CUFILE_LIBRARY` or the
+//! default search); says "skipped" otherwise and never touches cuFile then.
+//! On hosts without udev, write the udev entry of SPEC §8 first, or
+//! registration fails (5027). `KVIK_TEST_DIR` picks the directory of the test
+//! file (default: the system temp directory).
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, DevicePtr};
+use cufile_sys::CuFileLibrary;
+use gds_core::parameters::{BoolParameter, SizeParameter};
+use gds_core::{BufferRegistration, CuFileHandle, Driver, OpenFlags, StatsSnapshot, io};
+
+const MIB: usize = 1 << 20;
+
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// The driver, or `None` after saying why this machine cannot run the test.
+fn driver_or_skip(test: &str) -> Option<Driver> {
+    if let Err(reason) = gds_core::cuda::probe() {
+        say(&format!("skipped: {test}: {reason}"));
+        return None;
+    }
+    if let Err(reason) = CuFileLibrary::load() {
+        say(&format!("skipped: {test}: {reason}"));
+        return None;
+    }
+    // From here on this is a GPU machine with libcufile: failures are failures.
+    Some(Driver::open().unwrap_or_else(|e| panic!("{test}: cuFileDriverOpen: {e}")))
+}
+
+fn test_file(name: &str, len: usize) -> PathBuf {
+    let dir = std::env::var_os("KVIK_TEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let path = dir.join(format!("{name}-{}", std::process::id()));
+    let mut data = Vec::with_capacity(len);
+    for i in 0..len / 8 {
+        data.extend_from_slice(&(i as u64 * 0x9E37_79B9_7F4A_7C15).to_le_bytes());
+    }
+    std::fs::write(&path, &data).unwrap();
+    path
+}
+
+#[test]
+fn driver_properties_and_parameters_are_readable() {
+    let Some(driver) = driver_or_skip("driver_properties") else {
+        return;
+    };
+    let lib = driver.library();
+    say(&format!(
+        "libcufile {} at {}",
+        lib.version().unwrap(),
+        lib.display_name()
+    ));
+    say(&format!("cufile.log: {:?}", driver.log()));
+    say(&format!("stats level: {}", driver.stats_level()));
+    let props = driver.properties().expect("cuFileDriverGetProperties");
+    say(&format!("properties: {props:#?}"));
+    say(&format!("direct path: {:?}", props.direct_path()));
+    let nvfs_loaded = gds_core::platform::nvidia_fs().loaded;
+    assert_eq!(
+        props.nvfs_version.is_some(),
+        nvfs_loaded,
+        "driver and /proc disagree on nvidia-fs"
+    );
+    let params = driver.parameters();
+    for (name, p) in [
+        (
+            "max_io_threads",
+            SizeParameter::CUFILE_PARAM_EXECUTION_MAX_IO_THREADS,
+        ),
+        (
+            "max_request_parallelism",
+            SizeParameter::CUFILE_PARAM_EXECUTION_MAX_REQUEST_PARALLELISM,
+        ),
+        (
+            "min_io_threshold_size_kb",
+            SizeParameter::CUFILE_PARAM_EXECUTION_MIN_IO_THRESHOLD_SIZE_KB,
+        ),
+        (
+            "per_buffer_cache_size_kb",
+            SizeParameter::CUFILE_PARAM_PROPERTIES_PER_BUFFER_CACHE_SIZE_KB,
+        ),
+    ] {
+        let value = params.size_t(p).expect(name);
+        let (min, max) = params.size_t_range(p).expect(name);
+        say(&format!("{name} = {value} (range {min}..={max})"));
+        assert!(
+            value >= min && value <= max,
+            "{name} = {value} outside {min}..={max}"
+        );
+    }
+    let parallel = params
+        .bool(BoolParameter::CUFILE_PARAM_EXECUTION_PARALLEL_IO)
+        .unwrap();
+    say(&format!("parallel_io = {parallel}"));
+}
+
+#[test]
+fn reads_into_device_memory_are_counted_per_gpu() {
+    let Some(driver) = driver_or_skip("reads_into_device_memory") else {
+        return;
+    };
+    let total = 1 << 30;
+    let path = test_file("gds-core-read", total);
+    let handle = CuFileHandle::open(&driver, &path, OpenFlags::READ)
+        .unwrap_or_else(|e| panic!("registering {}: {e}", path.display()));
+    let expected = std::fs::read(&path).unwrap();
+
+    let ctx: Arc<CudaContext> = CudaContext::new(0).expect("CUDA context");
+    let stream = ctx.default_stream();
+    let buffer = stream
+        .alloc_zeros::<u8>(total)
+        .expect("1 GiB of device memory");
+    let nvfs_loaded = gds_core::platform::nvidia_fs().loaded;
+
+    say("size      registered  n  nvfs  posix  unaligned  bytes");
+    for (size, registered) in [
+        (16 * MIB, false),
+        (16 * MIB, true),
+        (total, false),
+        (total, true),
+    ] {
+        let (ptr, sync) = buffer.device_ptr(&stream);
+        stream.synchronize().unwrap();
+        let registration =
+            // SAFETY: `buffer` is a live device allocation of `total` bytes
+            // that outlives the registration (dropped at the end of the loop body).
+            registered.then(|| unsafe { BufferRegistration::register(&driver, ptr, size, 0) }.expect("cuFileBufRegister"));
+        let before = StatsSnapshot::read(&driver).expect("stats before");
+        // SAFETY: reads `size` <= `total` bytes into the allocation.
+        let n = unsafe { io::read(&handle, ptr, size, 0, 0) }.expect("cuFileRead");
+        let after = StatsSnapshot::read(&driver).expect("stats after");
+        drop(registration);
+        drop(sync);
+        let delta = after.delta_since(&before);
+        let reads = delta.reads();
+        say(&format!(
+            "{:>5} MiB  {registered:<10}  {}  {}  {}  {}  {}",
+            size / MIB,
+            reads.n,
+            reads.nvfs,
+            reads.posix,
+            reads.unaligned,
+            reads.bytes
+        ));
+        assert_eq!(n, size, "short read");
+        assert_eq!(
+            reads.bytes, size as u64,
+            "per-GPU read bytes (a wrong stats layout shows here)"
+        );
+        assert_eq!(delta.ops.read_ok, 1, "one cuFileRead call");
+        assert!(reads.n >= 1);
+        assert_eq!(
+            reads.nvfs + reads.posix + reads.p2p,
+            reads.n,
+            "every unit took some path"
+        );
+        if !nvfs_loaded {
+            assert_eq!(reads.nvfs, 0, "no nvidia-fs, no direct path");
+        }
+        let got = stream.clone_dtoh(&buffer.slice(0..size)).unwrap();
+        assert!(got == expected[..size], "device bytes differ from the file");
+    }
+    drop(handle);
+    std::fs::remove_file(&path).unwrap();
+}
