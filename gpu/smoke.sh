@@ -37,4 +37,4 @@ section "gds-core on GPU, gpu/cufile-stock.json"
 CUFILE_ENV_PATH_JSON=$PWD/gpu/cufile-stock.json timeout 300 .gpu/gpu_cufile --nocapture --test-threads=1; echo "exit=$?"
 
 section "cufile logs"
-ls -la /tmp/kvik-*/ 2>&1; for f in /tmp/kvik-*/*.log; do echo "--- $f"; tail -20 "$f"; done; ls -la cufile.log 2>&1
+ls -la /tmp/kvik-*/ 2>&1; for f in /tmp/kvik-*/*.log cufile.log; do echo "--- $f"; tail -20 "$f"; done

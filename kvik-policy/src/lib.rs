@@ -10,6 +10,7 @@
 //! buffers with the device-memory issue.
 
 mod compat;
+pub mod gpu;
 pub mod routing;
 pub mod size;
 pub mod task;
