@@ -104,42 +104,66 @@ pub enum SplitRule {
     },
     /// Units of `min_io_threshold_size_kb` (the request needs at most
     /// `parallelism` of them).
-    Threshold { unit_size: u64, parallelism: u64 },
+    Threshold {
+        threshold: u64,
+        parallelism: u64,
+        registration: Registration,
+    },
     /// The request would need more than `parallelism` units of the threshold:
     /// units widen to `size / parallelism`.
-    Parallelism { threshold: u64, parallelism: u64 },
+    Parallelism {
+        threshold: u64,
+        parallelism: u64,
+        registration: Registration,
+    },
 }
 
 impl fmt::Display for SplitRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            SplitRule::Empty => f.write_str("empty request: no work units"),
-            SplitRule::ParallelIoOff => f.write_str("parallel_io is off: one work unit"),
+        let registration = match *self {
+            SplitRule::Empty => return f.write_str("empty request: no work units"),
+            SplitRule::ParallelIoOff => return f.write_str("parallel_io is off: one work unit"),
             SplitRule::NoParallelism {
                 max_request_parallelism,
                 max_io_threads,
-            } => write!(
-                f,
-                "no parallelism (max_request_parallelism {max_request_parallelism}, \
-                 max_io_threads {max_io_threads}): one work unit"
-            ),
+            } => {
+                return write!(
+                    f,
+                    "no parallelism (max_request_parallelism {max_request_parallelism}, \
+                     max_io_threads {max_io_threads}): one work unit"
+                );
+            }
             SplitRule::Threshold {
-                unit_size,
+                threshold,
                 parallelism,
-            } => write!(
-                f,
-                "units of min_io_threshold_size_kb ({} KiB), at most {parallelism}",
-                unit_size / 1024
-            ),
+                registration,
+            } => {
+                write!(
+                    f,
+                    "units of min_io_threshold_size_kb ({} KiB), at most {parallelism}",
+                    threshold / 1024
+                )?;
+                registration
+            }
             SplitRule::Parallelism {
                 threshold,
                 parallelism,
-            } => write!(
-                f,
-                "more than {parallelism} units of min_io_threshold_size_kb ({} KiB) needed: \
-                 the request is shared by {parallelism} units",
-                threshold / 1024
-            ),
+                registration,
+            } => {
+                write!(
+                    f,
+                    "units widened to size / {parallelism} (more than {parallelism} units of \
+                     min_io_threshold_size_kb ({} KiB) needed)",
+                    threshold / 1024
+                )?;
+                registration
+            }
+        };
+        match registration {
+            Registration::Registered => Ok(()),
+            Registration::Unregistered => {
+                f.write_str("; the first MiB of an unregistered buffer earns no unit")
+            }
         }
     }
 }
@@ -206,8 +230,9 @@ fn unit_count(
     };
     if size.div_ceil(threshold) <= parallelism {
         let rule = SplitRule::Threshold {
-            unit_size: threshold,
+            threshold,
             parallelism,
+            registration,
         };
         (counted.div_ceil(threshold).max(1), rule)
     } else {
@@ -217,6 +242,7 @@ fn unit_count(
         let rule = SplitRule::Parallelism {
             threshold,
             parallelism,
+            registration,
         };
         // count <= parallelism because counted <= size.
         (u64::try_from(count).unwrap_or(parallelism).max(1), rule)
