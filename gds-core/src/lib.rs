@@ -12,6 +12,7 @@
 //!   and deltas — the in-process `gds_stats`.
 //! * [`platform`] and [`readiness`]: nvidia-fs, udev, WSL, filesystem,
 //!   O_DIRECT, and the verdict `kvik check` prints.
+//! * [`schedule`]: how cuFile splits one request into work units (pure model).
 
 pub mod buffer;
 pub mod cuda;
@@ -23,6 +24,7 @@ pub mod log;
 pub mod parameters;
 pub mod platform;
 pub mod readiness;
+pub mod schedule;
 pub mod stats;
 
 pub use buffer::BufferRegistration;
