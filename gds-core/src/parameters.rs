@@ -8,6 +8,7 @@
 
 use std::ffi::{CStr, CString, c_char};
 
+use cufile_config::ExecutionConfig;
 use cufile_sys::CuFileLibrary;
 pub use cufile_sys::bindings::{
     CUFileBoolConfigParameter_t as BoolParameter, CUFileSizeTConfigParameter_t as SizeParameter,
@@ -80,6 +81,23 @@ impl Parameters {
         Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
             .to_string_lossy()
             .into_owned())
+    }
+
+    /// The `execution` settings cuFile is using (staged before open,
+    /// effective after): what the scheduling model needs.
+    pub fn execution(&self) -> Result<ExecutionConfig> {
+        let size = |p| self.size_t(p).map(|v| v as u64);
+        Ok(ExecutionConfig {
+            max_io_queue_depth: size(SizeParameter::CUFILE_PARAM_EXECUTION_MAX_IO_QUEUE_DEPTH)?,
+            max_io_threads: size(SizeParameter::CUFILE_PARAM_EXECUTION_MAX_IO_THREADS)?,
+            parallel_io: self.bool(BoolParameter::CUFILE_PARAM_EXECUTION_PARALLEL_IO)?,
+            min_io_threshold_size_kb: size(
+                SizeParameter::CUFILE_PARAM_EXECUTION_MIN_IO_THRESHOLD_SIZE_KB,
+            )?,
+            max_request_parallelism: size(
+                SizeParameter::CUFILE_PARAM_EXECUTION_MAX_REQUEST_PARALLELISM,
+            )?,
+        })
     }
 
     /// Set a size parameter (before the driver opens).

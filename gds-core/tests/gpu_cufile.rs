@@ -15,6 +15,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaContext, DevicePtr};
 use cufile_sys::CuFileLibrary;
 use gds_core::parameters::{BoolParameter, SizeParameter};
+use gds_core::schedule::{self, Registration, Request};
 use gds_core::{BufferRegistration, CuFileHandle, Driver, OpenFlags, StatsSnapshot, io};
 
 const MIB: usize = 1 << 20;
@@ -122,36 +123,53 @@ fn reads_into_device_memory_are_counted_per_gpu() {
         .alloc_zeros::<u8>(total)
         .expect("1 GiB of device memory");
     let nvfs_loaded = gds_core::platform::nvidia_fs().loaded;
+    let execution = driver
+        .parameters()
+        .execution()
+        .expect("execution parameters");
+    say(&format!("execution: {execution:?}"));
 
-    say("size      registered  n  nvfs  posix  unaligned  bytes");
-    for (size, registered) in [
-        (16 * MIB, false),
-        (16 * MIB, true),
-        (total, false),
-        (total, true),
-    ] {
+    say(
+        "file_offset  buffer_offset  size        registered  n  predicted  nvfs  posix  unaligned  bytes",
+    );
+    // (file offset, buffer offset, size, registered): NVIDIA's examples, the
+    // registered/unregistered boundary at 8 MiB + 4 KiB, and an unaligned
+    // request whose size is not a multiple of 4 KiB.
+    let cases = [
+        (0, 0, 16 * MIB, false),
+        (0, 0, 16 * MIB, true),
+        (0, 0, 8 * MIB + 4096, false),
+        (0, 0, 8 * MIB + 4096, true),
+        (4097, 512, 16 * MIB + 123, false),
+        (0, 0, total, false),
+        (0, 0, total, true),
+    ];
+    for (file_offset, buffer_offset, size, registered) in cases {
         let (ptr, sync) = buffer.device_ptr(&stream);
         stream.synchronize().unwrap();
         let registration =
             // SAFETY: `buffer` is a live device allocation of `total` bytes
             // that outlives the registration (dropped at the end of the loop body).
-            registered.then(|| unsafe { BufferRegistration::register(&driver, ptr, size, 0) }.expect("cuFileBufRegister"));
+            registered.then(|| unsafe { BufferRegistration::register(&driver, ptr, total, 0) }.expect("cuFileBufRegister"));
         let before = StatsSnapshot::read(&driver).expect("stats before");
-        // SAFETY: reads `size` <= `total` bytes into the allocation.
-        let n = unsafe { io::read(&handle, ptr, size, 0, 0) }.expect("cuFileRead");
+        // SAFETY: buffer_offset + size <= total bytes of the allocation.
+        let n = unsafe { io::read(&handle, ptr, size, file_offset as u64, buffer_offset as u64) }
+            .expect("cuFileRead");
         let after = StatsSnapshot::read(&driver).expect("stats after");
         drop(registration);
         drop(sync);
         let delta = after.delta_since(&before);
         let reads = delta.reads();
+        let request = Request {
+            file_offset: file_offset as u64,
+            buffer_offset: buffer_offset as u64,
+            size: size as u64,
+        };
+        let predicted =
+            schedule::plan(request, &execution, Registration::from(registered)).len() as u64;
         say(&format!(
-            "{:>5} MiB  {registered:<10}  {}  {}  {}  {}  {}",
-            size / MIB,
-            reads.n,
-            reads.nvfs,
-            reads.posix,
-            reads.unaligned,
-            reads.bytes
+            "{file_offset:>11}  {buffer_offset:>13}  {size:>10}  {registered:<10}  {}  {predicted}  {}  {}  {}  {}",
+            reads.n, reads.nvfs, reads.posix, reads.unaligned, reads.bytes
         ));
         assert_eq!(n, size, "short read");
         assert_eq!(
@@ -164,7 +182,10 @@ fn reads_into_device_memory_are_counted_per_gpu() {
             delta.ops.read_ok, reads.n,
             "level-1 and per-GPU counts agree"
         );
-        assert!(reads.n >= 1);
+        assert_eq!(
+            reads.n, predicted,
+            "cuFile's work units vs the scheduling model"
+        );
         assert_eq!(
             reads.nvfs + reads.posix + reads.p2p,
             reads.n,
@@ -173,8 +194,13 @@ fn reads_into_device_memory_are_counted_per_gpu() {
         if !nvfs_loaded {
             assert_eq!(reads.nvfs, 0, "no nvidia-fs, no direct path");
         }
-        let got = stream.clone_dtoh(&buffer.slice(0..size)).unwrap();
-        assert!(got == expected[..size], "device bytes differ from the file");
+        let got = stream
+            .clone_dtoh(&buffer.slice(buffer_offset..buffer_offset + size))
+            .unwrap();
+        assert!(
+            got == expected[file_offset..file_offset + size],
+            "device bytes differ from the file"
+        );
     }
     drop(handle);
     std::fs::remove_file(&path).unwrap();
