@@ -6,6 +6,7 @@
 mod check;
 mod demo;
 mod error;
+mod plan;
 
 use std::process::ExitCode;
 
@@ -30,6 +31,8 @@ enum Command {
     Check(check::Args),
     /// NVIDIA's tutorial: write a file, read it into GPU memory (host memory without a GPU), report the path.
     Demo(demo::Args),
+    /// What a read would do, without doing it: routing with reasons, KvikIO tasks, cuFile work units.
+    Plan(plan::Args),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Plan(args) => plan::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
