@@ -282,6 +282,19 @@ impl WorkUnits {
         self.piece
     }
 
+    /// The units of the whole request as runs of equal size, `(count, size)`,
+    /// in file order: at most two, the equal pieces and then a last piece
+    /// that took a different rest.
+    pub fn size_runs(&self) -> impl Iterator<Item = (u64, u64)> + use<> {
+        let (n, piece, last) = (self.count, self.piece, self.last_size());
+        let runs = match n {
+            0 => [None, None],
+            _ if last == piece => [Some((n, piece)), None],
+            _ => [Some((n - 1, piece)), Some((1, last))],
+        };
+        runs.into_iter().flatten()
+    }
+
     /// The size of the last unit (0 for an empty request).
     pub fn last_size(&self) -> u64 {
         match self.count {
@@ -458,6 +471,31 @@ mod tests {
         assert_eq!(next, req.size);
         // The last unit takes the rest.
         assert!(units[3].size > units[0].size);
+    }
+
+    #[test]
+    fn size_runs_summarise_the_units() {
+        let runs = |size, registration| -> Vec<(u64, u64)> {
+            plan(request(size), &STOCK, registration)
+                .size_runs()
+                .collect()
+        };
+        assert_eq!(runs(GIB, Registration::Registered), vec![(4, 256 * MIB)]);
+        assert_eq!(
+            runs(8 * MIB + 4 * KIB, Registration::Registered),
+            vec![(1, 4 * MIB), (1, 4 * MIB + 4 * KIB)]
+        );
+        assert_eq!(
+            runs(8 * MIB + 4 * KIB, Registration::Unregistered),
+            vec![(1, 8 * MIB + 4 * KIB)]
+        );
+        assert_eq!(runs(0, Registration::Registered), vec![]);
+        // The runs describe the whole request, whatever was iterated.
+        let mut units = plan(request(24 * MIB + 1), &STOCK, Registration::Registered);
+        let all: Vec<(u64, u64)> = units.size_runs().collect();
+        units.next();
+        assert_eq!(units.size_runs().collect::<Vec<_>>(), all);
+        assert_eq!(all, vec![(3, 6 * MIB), (1, 6 * MIB + 1)]);
     }
 
     #[test]

@@ -459,8 +459,7 @@ pub fn build(args: &Args, facts: &Readiness, location: &ConfigLocation) -> Resul
             let (per_task, unit_sizes, split_rule) = if request.backend == Backend::Cufile {
                 let units = units_of(&task);
                 let rule = units.rule();
-                let n = units.len() as u64;
-                (n, size_runs(units.map(|u| u.size)), Some(rule))
+                (units.unit_count(), unit_sizes_text(&units), Some(rule))
             } else {
                 (0, String::new(), None)
             };
@@ -604,17 +603,11 @@ fn this_machine(
     }
 }
 
-/// `count × size` runs of consecutive equal sizes: "4 × 256 MiB", "1 × 4 MiB, 1 × 4100 KiB".
-fn size_runs(sizes: impl Iterator<Item = u64>) -> String {
-    let mut runs: Vec<(u64, u64)> = Vec::new();
-    for size in sizes {
-        match runs.last_mut() {
-            Some((count, last)) if *last == size => *count += 1,
-            _ => runs.push((1, size)),
-        }
-    }
-    runs.iter()
-        .map(|(count, size)| format!("{count} × {}", Size(*size)))
+/// A task's units as `count × size` runs: "4 × 256 MiB", "1 × 4 MiB, 1 × 4100 KiB".
+fn unit_sizes_text(units: &schedule::WorkUnits) -> String {
+    units
+        .size_runs()
+        .map(|(count, size)| format!("{count} × {}", Size(size)))
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -54,20 +54,13 @@ fn describe_config(name: &str, e: &ExecutionConfig) -> String {
     )
 }
 
-/// `count × size` runs of consecutive equal sizes: "2 × 8 MiB", "1 × 4 MiB, 1 × 8196 KiB".
-fn size_runs(sizes: impl IntoIterator<Item = u64>) -> String {
-    let mut runs: Vec<(u64, u64)> = Vec::new();
-    for size in sizes {
-        match runs.last_mut() {
-            Some((count, last)) if *last == size => *count += 1,
-            _ => runs.push((1, size)),
-        }
-    }
-    let parts: Vec<String> = runs
-        .iter()
-        .map(|(count, size)| format!("{count} × {}", Size(*size)))
+/// The units as `count × size` runs: "2 × 8 MiB", "1 × 4 MiB, 1 × 4100 KiB".
+fn unit_sizes_text(units: &schedule::WorkUnits) -> String {
+    let runs: Vec<String> = units
+        .size_runs()
+        .map(|(count, size)| format!("{count} × {}", Size(size)))
         .collect();
-    parts.join(", ")
+    runs.join(", ")
 }
 
 fn plan_view(
@@ -93,8 +86,8 @@ fn plan_view(
         totals.tasks += 1;
         totals.work_units += units.len() as u64;
         let rule = units.rule().to_string();
-        let offsets: Vec<u64> = units.clone().map(|u| u.file_offset).collect();
-        let unit_sizes = size_runs(units.map(|u| u.size));
+        let unit_sizes = unit_sizes_text(&units);
+        let offsets: Vec<u64> = units.map(|u| u.file_offset).collect();
         if let Some(run) = runs.last_mut()
             && run.task_size == Size(task.size).to_string()
             && run.work_units == unit_sizes
