@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use cufile_config::LocationSource;
+use gds_core::log::LogLocation;
 use gds_core::platform::DirectIo;
-use gds_core::readiness::{self, LibcufileFact, Readiness};
+use gds_core::readiness::{self, DriverFact, LibcufileFact, Readiness, RegistrationFact};
 
 use crate::CliError;
 use crate::error::print_json;
@@ -93,6 +94,38 @@ pub fn render(r: &Readiness) -> String {
         },
     );
     row(
+        "cuFile driver",
+        match &r.driver {
+            DriverFact::Opened {
+                properties,
+                direct_path,
+                compat_mode_allowed,
+                log,
+            } => {
+                let mut text = format!(
+                    "opened: direct path {}, compat mode {}",
+                    direct_path.as_deref().unwrap_or("none"),
+                    if *compat_mode_allowed {
+                        "allowed"
+                    } else {
+                        "disallowed"
+                    }
+                );
+                if !properties.supported_storage.is_empty() {
+                    let _ = write!(
+                        text,
+                        "\nstorage: {}",
+                        properties.supported_storage.join(", ")
+                    );
+                }
+                let _ = write!(text, "\nlog: {}", describe_log(log));
+                text
+            }
+            DriverFact::NotOpened { reason } => format!("not opened: {reason}"),
+            DriverFact::Failed { error } => format!("failed to open: {error}"),
+        },
+    );
+    row(
         "nvidia-fs",
         if r.nvidia_fs.loaded {
             format!(
@@ -142,7 +175,21 @@ pub fn render(r: &Readiness) -> String {
             }
             DirectIo::Unknown { reason } => format!("O_DIRECT not checked: {reason}"),
         };
-        row("path", format!("{}\n{fs}\n{direct}", p.path.display()));
+        let registration = match &p.registration {
+            RegistrationFact::Registered { file } => {
+                format!("cuFile registered {}", file.display())
+            }
+            RegistrationFact::Failed { file, error } => {
+                format!("cuFile cannot register {}: {error}", file.display())
+            }
+            RegistrationFact::NotTried { reason } => {
+                format!("cuFile registration not tried: {reason}")
+            }
+        };
+        row(
+            "path",
+            format!("{}\n{fs}\n{direct}\n{registration}", p.path.display()),
+        );
     }
 
     let _ = writeln!(out, "\nverdict: {}", r.verdict.kind);
@@ -150,4 +197,13 @@ pub fn render(r: &Readiness) -> String {
         let _ = writeln!(out, "  - {reason}");
     }
     out
+}
+
+fn describe_log(log: &LogLocation) -> String {
+    match log {
+        LogLocation::Environment { path } => format!("{} (CUFILE_LOGFILE_PATH)", path.display()),
+        LogLocation::ConfigDir { dir } => format!("in {} (logging.dir)", dir.display()),
+        LogLocation::Redirected { path } => path.display().to_string(),
+        LogLocation::WorkingDirectory { path } => format!("{} (cuFile's default)", path.display()),
+    }
 }

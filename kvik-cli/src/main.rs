@@ -7,6 +7,7 @@ mod check;
 mod config;
 mod demo;
 mod error;
+mod plan;
 
 use std::process::ExitCode;
 
@@ -33,6 +34,8 @@ enum Command {
     Demo(demo::Args),
     /// cufile.json: `validate` it like a compiler, or `show` the values cuFile will use and their sources.
     Config(config::Args),
+    /// What a read would do, without doing it: routing with reasons, KvikIO tasks, cuFile work units.
+    Plan(plan::Args),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Config(args) => config::run(&args),
+        Command::Plan(args) => plan::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,179 @@
+//! The task split: how one request is cut into pieces for the thread pool.
+//!
+//! KvikIO's rule: one task when `task_size >= size` or `page_size >= size`;
+//! otherwise `task_size` chunks, the last one shorter. An empty request has
+//! no tasks.
+
+/// One piece of a request, handed to one pool worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct Task {
+    /// Where the piece starts in the file.
+    pub file_offset: u64,
+    /// Where the piece starts in the caller's buffer.
+    pub buffer_offset: u64,
+    pub size: u64,
+}
+
+/// The tasks of one request, in file order. Lazy: planning a 1 TiB request
+/// allocates nothing.
+#[derive(Debug, Clone)]
+pub struct TaskSplit {
+    file_offset: u64,
+    size: u64,
+    chunk: u64,
+    next: u64,
+}
+
+/// Split `size` bytes at `file_offset` into tasks of `task_size`.
+///
+/// # Panics
+/// Never: a `task_size` of 0 is treated as "one task" (settings reject 0 earlier).
+pub fn split(file_offset: u64, size: u64, task_size: u64) -> TaskSplit {
+    split_with_page_size(file_offset, size, task_size, page_size())
+}
+
+/// [`split`] with an explicit page size (for tests and plans of other machines).
+pub fn split_with_page_size(
+    file_offset: u64,
+    size: u64,
+    task_size: u64,
+    page_size: u64,
+) -> TaskSplit {
+    let chunk = if task_size == 0 || task_size >= size || page_size >= size {
+        size
+    } else {
+        task_size
+    };
+    TaskSplit {
+        file_offset,
+        size,
+        chunk,
+        next: 0,
+    }
+}
+
+impl TaskSplit {
+    /// The size of every task but (possibly) the last.
+    pub fn chunk_size(&self) -> u64 {
+        self.chunk
+    }
+}
+
+impl Iterator for TaskSplit {
+    type Item = Task;
+
+    fn next(&mut self) -> Option<Task> {
+        if self.next >= self.size {
+            return None;
+        }
+        let size = self.chunk.min(self.size - self.next);
+        let task = Task {
+            file_offset: self.file_offset + self.next,
+            buffer_offset: self.next,
+            size,
+        };
+        self.next += size;
+        Some(task)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let remaining = self.size - self.next;
+        let n = if remaining == 0 {
+            0
+        } else {
+            remaining.div_ceil(self.chunk)
+        };
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for TaskSplit {}
+
+/// The system page size.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size > 0 { size as u64 } else { 4096 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn one_gib_in_four_mib_tasks() {
+        let tasks: Vec<Task> = split_with_page_size(0, 1 << 30, 4 * MIB, 4096).collect();
+        assert_eq!(tasks.len(), 256);
+        assert!(tasks.iter().all(|t| t.size == 4 * MIB));
+        assert_eq!(tasks[255].file_offset, 255 * 4 * MIB);
+        assert_eq!(tasks[255].buffer_offset, 255 * 4 * MIB);
+    }
+
+    #[test]
+    fn the_last_task_is_shorter_and_offsets_follow_the_file() {
+        let tasks: Vec<Task> = split_with_page_size(100, 10 * MIB + 5, 4 * MIB, 4096).collect();
+        let sizes: Vec<u64> = tasks.iter().map(|t| t.size).collect();
+        assert_eq!(sizes, vec![4 * MIB, 4 * MIB, 2 * MIB + 5]);
+        assert_eq!(tasks[1].file_offset, 100 + 4 * MIB);
+        assert_eq!(tasks[2].buffer_offset, 8 * MIB);
+    }
+
+    #[test]
+    fn small_requests_are_one_task() {
+        // task_size >= size
+        assert_eq!(split_with_page_size(0, 4 * MIB, 4 * MIB, 4096).count(), 1);
+        // page_size >= size, even with a tiny task size (KvikIO's rule)
+        let tasks: Vec<Task> = split_with_page_size(7, 4000, 199, 4096).collect();
+        assert_eq!(
+            tasks,
+            vec![Task {
+                file_offset: 7,
+                buffer_offset: 0,
+                size: 4000
+            }]
+        );
+        // just over a page is split
+        assert_eq!(split_with_page_size(0, 4097, 1024, 4096).count(), 5);
+    }
+
+    #[test]
+    fn empty_requests_have_no_tasks_and_zero_task_size_does_not_loop() {
+        assert_eq!(split_with_page_size(0, 0, 4 * MIB, 4096).count(), 0);
+        assert_eq!(split_with_page_size(0, 10 * MIB, 0, 4096).count(), 1);
+    }
+
+    #[test]
+    fn size_hint_is_exact() {
+        for (size, task) in [
+            (0, 5),
+            (1, 5),
+            (4096 * 3 + 1, 4096),
+            (10 * MIB, 3 * MIB),
+            (1 << 30, 4 * MIB),
+        ] {
+            let split = split_with_page_size(0, size, task, 4096);
+            let hinted = split.len();
+            assert_eq!(hinted, split.count(), "size {size} task {task}");
+        }
+    }
+
+    #[test]
+    fn tasks_tile_the_request_exactly() {
+        for size in [1u64, 10, 100, 1000, 1024, 4096, 40960, 4097 * 3] {
+            for task_size in [199u64, 1024] {
+                let tasks: Vec<Task> = split_with_page_size(13, size, task_size, 4096).collect();
+                let mut next = 0;
+                for t in &tasks {
+                    assert_eq!(t.buffer_offset, next);
+                    assert_eq!(t.file_offset, 13 + next);
+                    assert!(t.size > 0);
+                    next += t.size;
+                }
+                assert_eq!(next, size);
+            }
+        }
+    }
+}
