@@ -12,9 +12,11 @@
 //! with a direct path, and says so.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use cufile_config::{ConfigLocation, ExecutionConfig, LocationSource};
+use cufile_config::{
+    ConfigLocation, ExecutionConfig, LocationSource, ParsedConfig, ValidateOptions,
+};
 use gds_core::readiness::{self, Readiness};
 use gds_core::schedule::{self, Registration, SplitRule};
 use kvik_policy::routing::{self, FileRouting, RequestRoute};
@@ -65,8 +67,8 @@ pub struct Args {
     /// The device buffer is registered with cuFileBufRegister.
     #[arg(long)]
     pub registered: bool,
-    /// A cufile.json to take cuFile's execution settings from (not yet supported: it lands
-    /// with the cufile.json parser).
+    /// A cufile.json to take cuFile's execution settings from [default: the one cuFile
+    /// would read here: CUFILE_ENV_PATH_JSON, else /etc/cufile.json, else built-in defaults].
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// KvikIO's compat mode: on, off or auto [default: KVIKIO_COMPAT_MODE, else auto].
@@ -227,16 +229,8 @@ impl CuFileSettings {
     /// `--config FILE`, else the file libcufile would read here, else its
     /// built-in defaults.
     fn resolve(args: &Args, location: &ConfigLocation) -> Result<CuFileSettings, CliError> {
-        // Reading cufile.json (JSON with comments, validated, with sources per
-        // key) belongs to cufile-config; until its parser lands a plan only
-        // knows the built-in defaults, and says so rather than guess.
         if let Some(file) = &args.config {
-            return Err(CliError::Usage(format!(
-                "--config {}: reading cufile.json is not yet supported (the cufile.json parser \
-                 lands with the cufile-config work); without --config the plan uses libcufile's \
-                 built-in defaults when no cufile.json is found",
-                file.display()
-            )));
+            return Self::from_file(file, "--config", args.registered, true);
         }
         match (location.source, &location.path) {
             (LocationSource::BuiltInDefaults, _) => Ok(Self::from_one_source(
@@ -261,14 +255,85 @@ impl CuFileSettings {
                     path.display()
                 )],
             )),
-            (source, path) => Err(CliError::Failed(format!(
-                "cuFile would read {} (found by {source}), and reading cufile.json is not yet \
-                 supported (the parser lands with the cufile-config work): the plan cannot know \
-                 cuFile's execution settings here",
-                path.as_ref()
-                    .map_or_else(|| "a cufile.json".into(), |p| p.display().to_string())
-            ))),
+            (source, Some(path)) => {
+                Self::from_file(path, &source.to_string(), args.registered, false)
+            }
+            (source, None) => Err(CliError::Failed(format!("{source} names no file"))),
         }
+    }
+
+    /// The execution settings of one cufile.json, each with its source
+    /// (`file:line:col`, or the built-in default for keys the file omits).
+    /// A file cuFile would refuse cannot be planned with: exit 2 when the
+    /// user named it, 1 when it is the machine's.
+    fn from_file(
+        path: &Path,
+        found_by: &str,
+        registered: bool,
+        named_by_user: bool,
+    ) -> Result<CuFileSettings, CliError> {
+        let fail = |message: String| {
+            if named_by_user {
+                CliError::Usage(message)
+            } else {
+                CliError::Failed(message)
+            }
+        };
+        let parsed = ParsedConfig::read(path, &ValidateOptions::default())
+            .map_err(|e| fail(e.to_string()))?;
+        if parsed.has_errors() {
+            let first = parsed
+                .diagnostics
+                .iter()
+                .find(|d| d.is_error())
+                .map(|d| format!("{}:{}: {} = {}", d.line, d.column, d.path, d.message))
+                .unwrap_or_default();
+            return Err(fail(format!(
+                "{} (found by {found_by}) has {} error(s) and cuFile would refuse it; first: {first} \
+                 (run `kvik config validate {}`)",
+                path.display(),
+                parsed.error_count(),
+                path.display()
+            )));
+        }
+        let effective = parsed.execution();
+        let sources = &effective.sources;
+        let config = effective.config;
+        fn sourced<T>(value: T, source: &cufile_config::Source) -> Sourced<T> {
+            Sourced {
+                value,
+                source: source.to_string(),
+            }
+        }
+        let mut notes = Vec::new();
+        if parsed.warning_count() > 0 {
+            notes.push(format!(
+                "{}: {} warning(s) (run `kvik config validate {}`)",
+                path.display(),
+                parsed.warning_count(),
+                path.display()
+            ));
+        }
+        Ok(CuFileSettings {
+            source: format!("{} (found by {found_by})", path.display()),
+            config_file: Some(path.to_path_buf()),
+            registered,
+            execution: ExecutionView {
+                max_io_queue_depth: sourced(config.max_io_queue_depth, &sources.max_io_queue_depth),
+                max_io_threads: sourced(config.max_io_threads, &sources.max_io_threads),
+                parallel_io: sourced(config.parallel_io, &sources.parallel_io),
+                min_io_threshold_size_kb: sourced(
+                    config.min_io_threshold_size_kb,
+                    &sources.min_io_threshold_size_kb,
+                ),
+                max_request_parallelism: sourced(
+                    config.max_request_parallelism,
+                    &sources.max_request_parallelism,
+                ),
+            },
+            notes,
+            config,
+        })
     }
 }
 

@@ -343,8 +343,13 @@ fn bad_input_exits_2_and_names_the_value() {
             &["--registered"],
         ),
         (
-            &["--size", "1GiB", "--config", "/etc/some-cufile.json"],
-            &["--config", "/etc/some-cufile.json", "not yet supported"],
+            &[
+                "--size",
+                "1GiB",
+                "--config",
+                "/nonexistent/some-cufile.json",
+            ],
+            &["/nonexistent/some-cufile.json"],
         ),
         (&[], &["--size"]),
     ];
@@ -367,19 +372,55 @@ fn bad_input_exits_2_and_names_the_value() {
 }
 
 #[test]
-fn a_cufile_json_found_here_cannot_be_read_yet() {
+fn a_cufile_json_found_here_sets_the_execution_settings_with_their_sources() {
     let dir = std::env::temp_dir().join(format!("kvik-plan-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("cufile.json");
-    std::fs::write(&file, "{ \"execution\": { \"parallel_io\": true } }").unwrap();
+    std::fs::write(
+        &file,
+        "// stock execution settings\n{\n  \"execution\": {\n    \"max_io_threads\": 4,\n    \"parallel_io\": true,\n    \"min_io_threshold_size_kb\": 8192,\n    \"max_request_parallelism\": 4\n  }\n}\n",
+    )
+    .unwrap();
     let output = kvik_with(
-        &["--size", "1GiB"],
+        &[
+            "--size",
+            "16MiB",
+            "--task-size",
+            "16MiB",
+            "--compat",
+            "off",
+            "--json",
+        ],
         &[("CUFILE_ENV_PATH_JSON", file.to_str().unwrap())],
     );
+    let broken = dir.join("broken.json");
+    std::fs::write(
+        &broken,
+        "{ \"execution\": { \"max_request_parallelism\": 16 } }",
+    )
+    .unwrap();
+    let refused = kvik_with(
+        &["--size", "1GiB", "--config", broken.to_str().unwrap()],
+        &[],
+    );
     std::fs::remove_dir_all(&dir).unwrap();
-    let err = stderr(&output);
-    assert_eq!(output.status.code(), Some(1), "{err}");
-    assert!(err.contains(file.to_str().unwrap()), "{err}");
-    assert!(err.contains("CUFILE_ENV_PATH_JSON"), "{err}");
-    assert!(err.contains("not yet supported"), "{err}");
+
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let plan: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    // NVIDIA's example: 16 MiB with the stock settings is 2 units of 8 MiB.
+    assert_eq!(plan["totals"]["work_units"], 2, "{plan}");
+    let threads = &plan["cufile"]["execution"]["max_io_threads"];
+    assert_eq!(threads["value"], 4);
+    assert_eq!(
+        threads["source"],
+        format!("{}:4:23", file.display()),
+        "{threads}"
+    );
+    let depth = &plan["cufile"]["execution"]["max_io_queue_depth"];
+    assert_eq!(depth["source"], "built-in default", "{depth}");
+
+    let err = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(err.contains("execution.max_request_parallelism"), "{err}");
+    assert!(err.contains("cuFile would refuse it"), "{err}");
 }
