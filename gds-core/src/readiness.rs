@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cufile_config::ConfigLocation;
+use cufile_config::{ConfigLocation, EffectiveExecution, ParsedConfig, ValidateOptions};
 use cufile_sys::CuFileLibrary;
 use serde::Serialize;
 
@@ -69,6 +69,53 @@ pub enum RegistrationFact {
     Failed { file: PathBuf, error: String },
 }
 
+/// The cufile.json cuFile will read, checked the way cuFile reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigFact {
+    #[serde(flatten)]
+    pub location: ConfigLocation,
+    /// `N errors, M warnings`, when a file was read.
+    pub summary: Option<String>,
+    pub errors: usize,
+    /// The first error (`line:col: path = message`): cuFile refuses a file with errors.
+    pub first_error: Option<String>,
+    /// Why the file could not be read, if it could not.
+    pub read_error: Option<String>,
+    /// The `execution` settings cuFile will use here, each with its source.
+    pub execution: EffectiveExecution,
+}
+
+impl ConfigFact {
+    pub fn read(location: ConfigLocation) -> ConfigFact {
+        let no_file = |read_error| ConfigFact {
+            location: location.clone(),
+            summary: None,
+            errors: 0,
+            first_error: None,
+            read_error,
+            execution: ParsedConfig::parse("{}").execution(),
+        };
+        let Some(path) = location.path.as_ref().filter(|_| location.exists) else {
+            return no_file(None);
+        };
+        match ParsedConfig::read(path, &ValidateOptions::default()) {
+            Ok(parsed) => ConfigFact {
+                summary: Some(cufile_config::summary(&parsed.diagnostics)),
+                errors: parsed.error_count(),
+                first_error: parsed
+                    .diagnostics
+                    .iter()
+                    .find(|d| d.is_error())
+                    .map(|d| format!("{}:{}: {} = {}", d.line, d.column, d.path, d.message)),
+                read_error: None,
+                execution: parsed.execution(),
+                location,
+            },
+            Err(e) => no_file(Some(e.to_string())),
+        }
+    }
+}
+
 /// Facts about one path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PathFacts {
@@ -118,7 +165,7 @@ pub struct Readiness {
     pub nvidia_fs: NvidiaFs,
     pub udev: bool,
     pub wsl: bool,
-    pub config: ConfigLocation,
+    pub config: ConfigFact,
     pub path: Option<PathFacts>,
     pub verdict: Verdict,
 }
@@ -207,7 +254,7 @@ pub fn check_with(path: Option<&Path>, driver: Option<&Driver>) -> Readiness {
         nvidia_fs: platform::nvidia_fs(),
         udev: platform::udev_present(),
         wsl: platform::is_wsl(),
-        config: ConfigLocation::from_env(),
+        config: ConfigFact::read(ConfigLocation::from_env()),
         path,
     };
     facts.into_readiness()
@@ -282,7 +329,7 @@ pub struct Facts {
     pub nvidia_fs: NvidiaFs,
     pub udev: bool,
     pub wsl: bool,
-    pub config: ConfigLocation,
+    pub config: ConfigFact,
     pub path: Option<PathFacts>,
 }
 
@@ -328,6 +375,18 @@ impl Facts {
         }
         if self.wsl {
             blockers.push("running under WSL: cuFile is not supported there".into());
+        }
+        if let Some(first) = &self.config.first_error {
+            blockers.push(format!(
+                "{} has {} error(s), so cuFile refuses to start; first: {first}",
+                self.config
+                    .location
+                    .path
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+                self.config.errors
+            ));
         }
         if let DriverFact::Failed { error } = &self.driver {
             blockers.push(format!("the cuFile driver did not open: {error}"));
@@ -455,11 +514,11 @@ mod tests {
             },
             udev: true,
             wsl: false,
-            config: ConfigLocation {
+            config: ConfigFact::read(ConfigLocation {
                 source: LocationSource::BuiltInDefaults,
                 path: None,
                 exists: false,
-            },
+            }),
             path: None,
         }
     }
@@ -504,6 +563,33 @@ mod tests {
             v.reasons[0].contains("PCI P2PDMA is not supported"),
             "{v:?}"
         );
+    }
+
+    #[test]
+    fn a_config_cufile_refuses_blocks_cufile_and_names_the_key() {
+        let dir = std::env::temp_dir().join(format!("gds-core-readiness-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("cufile.json");
+        std::fs::write(
+            &file,
+            "{\n  \"execution\": { \"max_request_parallelism\": 16 }\n}\n",
+        )
+        .unwrap();
+        let mut facts = gpu_machine_without_nvidia_fs();
+        facts.config = ConfigFact::read(ConfigLocation {
+            source: cufile_config::LocationSource::Environment,
+            path: Some(file.clone()),
+            exists: true,
+        });
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(facts.config.errors, 1);
+        let v = facts.verdict();
+        assert_eq!(v.kind, VerdictKind::PosixOnly);
+        assert!(
+            v.reasons[0].contains("execution.max_request_parallelism"),
+            "{v:?}"
+        );
+        assert!(v.reasons[0].contains("2:"), "names the line: {v:?}");
     }
 
     #[test]

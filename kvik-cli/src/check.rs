@@ -148,21 +148,45 @@ pub fn render(r: &Readiness) -> String {
         },
     );
     row("WSL", if r.wsl { "yes".into() } else { "no".into() });
-    row(
-        "cufile.json",
-        match (&r.config.source, &r.config.path) {
+    row("cufile.json", {
+        let location = &r.config.location;
+        let mut text = match (&location.source, &location.path) {
             (LocationSource::BuiltInDefaults, _) => format!(
                 "none: built-in defaults ({} unset, {} missing)",
                 cufile_config::ENV_CONFIG_PATH,
                 cufile_config::DEFAULT_CONFIG_PATH
             ),
-            (source, Some(path)) if r.config.exists => {
+            (source, Some(path)) if location.exists => {
                 format!("{} (from {source})", path.display())
             }
             (source, Some(path)) => format!("{} (from {source}) does not exist", path.display()),
             (source, None) => format!("from {source}"),
-        },
-    );
+        };
+        if let Some(summary) = &r.config.summary {
+            let _ = write!(text, "\nvalidation: {summary}");
+        }
+        if let Some(first) = &r.config.first_error {
+            let _ = write!(text, "\nfirst error: {first}");
+        }
+        if let Some(e) = &r.config.read_error {
+            let _ = write!(text, "\ncannot read: {e}");
+        }
+        let (exec, src) = (&r.config.execution.config, &r.config.execution.sources);
+        let _ = write!(
+            text,
+            "\nexecution: parallel_io {} ({}), max_io_threads {} ({}), max_request_parallelism {} ({}), \
+                 min_io_threshold_size_kb {} ({})",
+            exec.parallel_io,
+            src.parallel_io,
+            exec.max_io_threads,
+            src.max_io_threads,
+            exec.max_request_parallelism,
+            src.max_request_parallelism,
+            exec.min_io_threshold_size_kb,
+            src.min_io_threshold_size_kb
+        );
+        text
+    });
     if let Some(p) = &r.path {
         let fs = match &p.filesystem {
             Ok(fs) => format!("{} (statfs magic 0x{:x})", fs.name, fs.magic),
