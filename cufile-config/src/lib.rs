@@ -1,11 +1,170 @@
-//! The `cufile.json` model: where cuFile finds its configuration and what it
-//! means.
+//! The `cufile.json` model: where cuFile finds its configuration, what every
+//! key means, what is wrong with a file, and what cuFile will actually use.
 //!
 //! This crate builds no FFI and opens no driver: a user who only needs to
 //! validate configs depends on it alone.
+//!
+//! ```
+//! use cufile_config::{ParsedConfig, Severity};
+//!
+//! let parsed = ParsedConfig::parse(r#"{
+//!     // cuFile accepts comments
+//!     "execution": { "max_request_parallelism": 16 }
+//! }"#);
+//! let error = &parsed.diagnostics[0];
+//! assert_eq!(error.severity, Severity::Error);
+//! assert_eq!((error.line, error.column), (3, 47));
+//! assert_eq!(
+//!     error.message,
+//!     "execution.max_request_parallelism = 16 is out of range 0..=8"
+//! );
+//! ```
 
+mod defaults;
+mod diagnostic;
+mod effective;
+pub mod env;
+mod error;
 mod execution;
+pub mod json_path;
+pub mod jsonc;
+mod library;
 mod location;
+pub mod model;
+pub mod schema;
+mod validate;
 
-pub use execution::ExecutionConfig;
+use std::path::{Path, PathBuf};
+
+pub use defaults::{library_defaults, stock_file};
+pub use diagnostic::{Diagnostic, DiagnosticKind, FileDiagnostic, Position, Severity, summary};
+pub use effective::{ApiOverrides, EffectiveConfig, EffectiveSetting, LogDestination, Source};
+pub use env::Environment;
+pub use error::ConfigError;
+pub use execution::{EffectiveExecution, ExecutionConfig, ExecutionSources};
+pub use library::Libcufile;
 pub use location::{ConfigLocation, DEFAULT_CONFIG_PATH, ENV_CONFIG_PATH, LocationSource};
+pub use model::CufileConfig;
+pub use validate::ValidateOptions;
+
+/// A cufile.json read and validated: the typed model of its valid content and
+/// every problem found, sorted by position.
+#[derive(Debug, Clone)]
+pub struct ParsedConfig {
+    /// The file it was read from, if any.
+    pub path: Option<PathBuf>,
+    pub options: ValidateOptions,
+    /// The valid part of the file (invalid values are left out; unknown keys
+    /// are kept in the sections' `other` maps).
+    pub config: CufileConfig,
+    pub diagnostics: Vec<Diagnostic>,
+    root: Option<jsonc::Node>,
+}
+
+impl ParsedConfig {
+    /// Parses and validates text for libcufile 1.15.
+    pub fn parse(text: &str) -> ParsedConfig {
+        ParsedConfig::parse_with(text, &ValidateOptions::default())
+    }
+
+    /// Parses and validates text.
+    pub fn parse_with(text: &str, options: &ValidateOptions) -> ParsedConfig {
+        ParsedConfig::from_document(jsonc::parse(text), options)
+    }
+
+    /// Parses and validates bytes (invalid UTF-8 is a warning, as libcufile
+    /// does not check encodings).
+    pub fn from_bytes(bytes: &[u8], options: &ValidateOptions) -> ParsedConfig {
+        ParsedConfig::from_document(jsonc::parse_bytes(bytes), options)
+    }
+
+    /// Reads, parses and validates a file.
+    pub fn read(path: &Path, options: &ValidateOptions) -> Result<ParsedConfig, ConfigError> {
+        let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut parsed = ParsedConfig::from_bytes(&bytes, options);
+        parsed.path = Some(path.to_path_buf());
+        Ok(parsed)
+    }
+
+    fn from_document(document: jsonc::Document, options: &ValidateOptions) -> ParsedConfig {
+        let mut diagnostics = document.diagnostics;
+        let config = match &document.root {
+            Some(root) => {
+                let validation = validate::validate(root, options);
+                diagnostics.extend(validation.diagnostics);
+                validation.config
+            }
+            None => CufileConfig::default(),
+        };
+        diagnostic::sort(&mut diagnostics);
+        ParsedConfig {
+            path: None,
+            options: *options,
+            config,
+            diagnostics,
+            root: document.root,
+        }
+    }
+
+    /// Whether cuFile refuses this file.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    pub fn error_count(&self) -> usize {
+        self.diagnostics.iter().filter(|d| d.is_error()).count()
+    }
+
+    pub fn warning_count(&self) -> usize {
+        self.diagnostics.len() - self.error_count()
+    }
+
+    /// The parsed tree with positions (`None` when the text is not JSON).
+    pub fn root(&self) -> Option<&jsonc::Node> {
+        self.root.as_ref()
+    }
+
+    /// Where the value at a dotted path (`execution.max_io_threads`) starts.
+    pub fn position(&self, path: &str) -> Option<Position> {
+        self.root
+            .as_ref()?
+            .lookup(path.split('.'))
+            .map(|n| n.position)
+    }
+
+    /// The `execution` settings this file gives the library it was validated
+    /// for (file over built-in defaults; environment and API not applied:
+    /// cuFile reads no environment variable for them).
+    pub fn execution(&self) -> EffectiveExecution {
+        self.effective(&Environment::default(), &ApiOverrides::default())
+            .execution()
+    }
+
+    /// Everything cuFile will use with this file, `environment` and `api`.
+    pub fn effective(&self, environment: &Environment, api: &ApiOverrides) -> EffectiveConfig {
+        EffectiveConfig::resolve(self.options.library, Some(self), environment, api)
+    }
+
+    /// The diagnostics tagged with `file`, for `--json` output.
+    pub fn file_diagnostics<'a>(&'a self, file: &'a str) -> Vec<FileDiagnostic<'a>> {
+        self.diagnostics
+            .iter()
+            .map(|diagnostic| FileDiagnostic { file, diagnostic })
+            .collect()
+    }
+
+    /// The diagnostics as a compiler prints them, one per line, then a
+    /// summary line (`FILE: 1 error, 2 warnings`).
+    pub fn render(&self, file: &str) -> String {
+        let mut out = String::new();
+        for d in &self.diagnostics {
+            out.push_str(&d.render(file));
+            out.push('\n');
+        }
+        out.push_str(&format!("{file}: {}\n", summary(&self.diagnostics)));
+        out
+    }
+}

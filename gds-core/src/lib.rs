@@ -2,13 +2,33 @@
 //!
 //! * [`cuda`]: is there a CUDA driver with a GPU? Asked before anything that
 //!   may open the cuFile driver (without one, `cuFileDriverOpen` never returns).
-//! * [`platform`]: nvidia-fs, udev, WSL, filesystem type, O_DIRECT support.
-//! * [`readiness`]: all of the above and libcufile, with a verdict — what
-//!   `kvik check` prints.
-//!
-//! The driver, file handles, buffer registration, reads and writes,
-//! statistics and the scheduling model land here with the gds-core issue.
+//! * [`Driver`]: the process's cuFile driver (reference counted), its
+//!   properties ([`DriverProperties::direct_path`]) and [`parameters`].
+//! * [`CuFileHandle`]: a file opened with O_DIRECT and registered; registration
+//!   failures quote cufile.log ([`log`]).
+//! * [`BufferRegistration`]: a registered device range (RAII).
+//! * [`io`]: `cuFileRead` / `cuFileWrite`, short counts kept, errors typed.
+//! * [`stats`]: snapshots of cuFile's counters in the loaded version's layout,
+//!   and deltas — the in-process `gds_stats`.
+//! * [`platform`] and [`readiness`]: nvidia-fs, udev, WSL, filesystem,
+//!   O_DIRECT, and the verdict `kvik check` prints.
+//! * [`schedule`]: how cuFile splits one request into work units (pure model).
 
+pub mod buffer;
 pub mod cuda;
+pub mod driver;
+mod error;
+pub mod handle;
+pub mod io;
+pub mod log;
+pub mod parameters;
 pub mod platform;
 pub mod readiness;
+pub mod schedule;
+pub mod stats;
+
+pub use buffer::BufferRegistration;
+pub use driver::{Driver, DriverOptions, DriverProperties};
+pub use error::{Error, Result};
+pub use handle::{CuFileHandle, OpenFlags};
+pub use stats::{StatsDelta, StatsSnapshot};

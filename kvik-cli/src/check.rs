@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use cufile_config::LocationSource;
+use gds_core::log::LogLocation;
 use gds_core::platform::DirectIo;
-use gds_core::readiness::{self, LibcufileFact, Readiness};
+use gds_core::readiness::{self, DriverFact, LibcufileFact, Readiness, RegistrationFact};
 
 use crate::CliError;
 use crate::error::print_json;
@@ -93,6 +94,38 @@ pub fn render(r: &Readiness) -> String {
         },
     );
     row(
+        "cuFile driver",
+        match &r.driver {
+            DriverFact::Opened {
+                properties,
+                direct_path,
+                compat_mode_allowed,
+                log,
+            } => {
+                let mut text = format!(
+                    "opened: direct path {}, compat mode {}",
+                    direct_path.as_deref().unwrap_or("none"),
+                    if *compat_mode_allowed {
+                        "allowed"
+                    } else {
+                        "disallowed"
+                    }
+                );
+                if !properties.supported_storage.is_empty() {
+                    let _ = write!(
+                        text,
+                        "\nstorage: {}",
+                        properties.supported_storage.join(", ")
+                    );
+                }
+                let _ = write!(text, "\nlog: {}", describe_log(log));
+                text
+            }
+            DriverFact::NotOpened { reason } => format!("not opened: {reason}"),
+            DriverFact::Failed { error } => format!("failed to open: {error}"),
+        },
+    );
+    row(
         "nvidia-fs",
         if r.nvidia_fs.loaded {
             format!(
@@ -115,21 +148,45 @@ pub fn render(r: &Readiness) -> String {
         },
     );
     row("WSL", if r.wsl { "yes".into() } else { "no".into() });
-    row(
-        "cufile.json",
-        match (&r.config.source, &r.config.path) {
+    row("cufile.json", {
+        let location = &r.config.location;
+        let mut text = match (&location.source, &location.path) {
             (LocationSource::BuiltInDefaults, _) => format!(
                 "none: built-in defaults ({} unset, {} missing)",
                 cufile_config::ENV_CONFIG_PATH,
                 cufile_config::DEFAULT_CONFIG_PATH
             ),
-            (source, Some(path)) if r.config.exists => {
+            (source, Some(path)) if location.exists => {
                 format!("{} (from {source})", path.display())
             }
             (source, Some(path)) => format!("{} (from {source}) does not exist", path.display()),
             (source, None) => format!("from {source}"),
-        },
-    );
+        };
+        if let Some(summary) = &r.config.summary {
+            let _ = write!(text, "\nvalidation: {summary}");
+        }
+        if let Some(first) = &r.config.first_error {
+            let _ = write!(text, "\nfirst error: {first}");
+        }
+        if let Some(e) = &r.config.read_error {
+            let _ = write!(text, "\ncannot read: {e}");
+        }
+        let (exec, src) = (&r.config.execution.config, &r.config.execution.sources);
+        let _ = write!(
+            text,
+            "\nexecution: parallel_io {} ({}), max_io_threads {} ({}), max_request_parallelism {} ({}), \
+                 min_io_threshold_size_kb {} ({})",
+            exec.parallel_io,
+            src.parallel_io,
+            exec.max_io_threads,
+            src.max_io_threads,
+            exec.max_request_parallelism,
+            src.max_request_parallelism,
+            exec.min_io_threshold_size_kb,
+            src.min_io_threshold_size_kb
+        );
+        text
+    });
     if let Some(p) = &r.path {
         let fs = match &p.filesystem {
             Ok(fs) => format!("{} (statfs magic 0x{:x})", fs.name, fs.magic),
@@ -142,7 +199,21 @@ pub fn render(r: &Readiness) -> String {
             }
             DirectIo::Unknown { reason } => format!("O_DIRECT not checked: {reason}"),
         };
-        row("path", format!("{}\n{fs}\n{direct}", p.path.display()));
+        let registration = match &p.registration {
+            RegistrationFact::Registered { file } => {
+                format!("cuFile registered {}", file.display())
+            }
+            RegistrationFact::Failed { file, error } => {
+                format!("cuFile cannot register {}: {error}", file.display())
+            }
+            RegistrationFact::NotTried { reason } => {
+                format!("cuFile registration not tried: {reason}")
+            }
+        };
+        row(
+            "path",
+            format!("{}\n{fs}\n{direct}\n{registration}", p.path.display()),
+        );
     }
 
     let _ = writeln!(out, "\nverdict: {}", r.verdict.kind);
@@ -150,4 +221,13 @@ pub fn render(r: &Readiness) -> String {
         let _ = writeln!(out, "  - {reason}");
     }
     out
+}
+
+fn describe_log(log: &LogLocation) -> String {
+    match log {
+        LogLocation::Environment { path } => format!("{} (CUFILE_LOGFILE_PATH)", path.display()),
+        LogLocation::ConfigDir { dir } => format!("in {} (logging.dir)", dir.display()),
+        LogLocation::Redirected { path } => path.display().to_string(),
+        LogLocation::WorkingDirectory { path } => format!("{} (cuFile's default)", path.display()),
+    }
 }

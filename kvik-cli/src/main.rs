@@ -4,9 +4,11 @@
 //! Exit codes: 0 success, 1 operational failure, 2 bad usage or bad input.
 
 mod check;
+mod config;
 mod copy;
 mod demo;
 mod error;
+mod plan;
 mod read;
 mod settings;
 mod transfer;
@@ -35,6 +37,10 @@ enum Command {
     Check(check::Args),
     /// NVIDIA's tutorial: write a file, read it into GPU memory (host memory without a GPU), report the path.
     Demo(demo::Args),
+    /// cufile.json: `validate` it like a compiler, or `show` the values cuFile will use and their sources.
+    Config(config::Args),
+    /// What a read would do, without doing it: routing with reasons, KvikIO tasks, cuFile work units.
+    Plan(plan::Args),
     /// Read a file through the stack: bytes, time, throughput, path report, CRC-32.
     Read(read::Args),
     /// Write a file through the stack (random or zeros): bytes, time, throughput, path report.
@@ -53,6 +59,8 @@ fn main() -> ExitCode {
         .and_then(|_| match cli.command {
             Command::Check(args) => check::run(&args),
             Command::Demo(args) => demo::run(&args),
+            Command::Config(args) => config::run(&args),
+            Command::Plan(args) => plan::run(&args),
             Command::Read(args) => read::run(&args),
             Command::Write(args) => write::run(&args),
             Command::Copy(args) => copy::run(&args),

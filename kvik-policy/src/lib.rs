@@ -13,14 +13,18 @@
 //!   owned buffers for background requests, page-aligned buffers.
 //! * [`size`] — byte sizes as users write them (`4MiB`), strictly parsed.
 //! * [`Error`] — every failure, with the path, offset and errno.
+//! * [`gpu`] — CUDA contexts, pointer classification and the pipelined
+//!   bounce-buffer path for device memory.
 //!
-//! Host memory works everywhere, without CUDA. Device memory is routed and
-//! reported, and refused until the device-memory issue adds its data path.
+//! Host memory works everywhere, without CUDA. Through `FileHandle`, device
+//! memory is routed and reported, and refused until the device-memory issue
+//! wires its data path (`gpu`, cuFile) into the per-request dispatch.
 
 pub mod buffer;
 mod compat;
 mod error;
 mod file_handle;
+pub mod gpu;
 pub mod path_report;
 mod pending_io;
 mod posix;

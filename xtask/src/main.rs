@@ -1,6 +1,7 @@
 //! Developer tasks for the kvik-rs workspace. Run as `cargo xtask <task>`.
 
 mod codegen;
+mod validate_config;
 mod wheel;
 
 use std::path::PathBuf;
@@ -35,6 +36,8 @@ enum Task {
         #[arg(default_value = wheel::CUFILE_1_20.version)]
         version: String,
     },
+    /// Validate cufile.json files: compiler-style diagnostics, exit 1 on errors, 2 if unreadable.
+    ValidateConfig(validate_config::Args),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
             header_v1_15,
         }),
         Task::FetchLibcufile { version } => fetch_libcufile(&version),
+        Task::ValidateConfig(args) => return validate_config::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,26 @@
+//! The crate's error type.
+
+use std::path::PathBuf;
+
+/// What can go wrong outside the file's content (content problems are
+/// [`Diagnostic`](crate::Diagnostic)s, all collected, never an error).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// An API override names a key libcufile does not read.
+    #[error("{path} is not a setting libcufile reads")]
+    UnknownSetting { path: String },
+    /// An API override names a key no `cuFileSetParameter*` call sets.
+    #[error("{path} cannot be set through cuFileSetParameter*")]
+    NotSettableThroughApi { path: String },
+    /// An API override has a value cuFile would refuse.
+    #[error("invalid value for {path}: {message}")]
+    InvalidValue { path: String, message: String },
+}

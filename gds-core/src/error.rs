@@ -1,0 +1,95 @@
+//! gds-core's error type: one enum, with the operation, the path, the offset
+//! and the raw codes in its variants.
+
+use std::path::PathBuf;
+
+use cufile_sys::bindings::{CUfileError_t, CUfileOpError};
+use cufile_sys::{LoadError, MissingSymbol};
+
+use crate::cuda::CudaUnavailable;
+use crate::log::LogExcerpt;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// libcufile could not be loaded.
+    #[error(transparent)]
+    Library(#[from] LoadError),
+
+    /// The loaded libcufile lacks a function this operation needs.
+    #[error(transparent)]
+    MissingSymbol(#[from] MissingSymbol),
+
+    /// No CUDA driver or no GPU: the cuFile driver is never opened then
+    /// (libcufile would spin forever).
+    #[error("cuFile cannot be opened: {0}")]
+    NoCuda(#[from] CudaUnavailable),
+
+    /// A cuFile control call returned an error status.
+    #[error("{operation} failed: {status}{}", describe_context(.path, .log))]
+    CuFile {
+        operation: &'static str,
+        status: CUfileError_t,
+        /// The file concerned, for file-handle operations.
+        path: Option<PathBuf>,
+        /// What cufile.log said while the call ran (cuFile explains itself only there).
+        log: Option<LogExcerpt>,
+    },
+
+    /// A cuFile read or write failed.
+    #[error("{operation} {} at file offset {file_offset} ({size} bytes): {}", .path.display(), describe_io(*.code, *.errno))]
+    Io {
+        operation: &'static str,
+        path: PathBuf,
+        file_offset: u64,
+        size: usize,
+        /// The cuFile status, for negative returns in cuFile's range.
+        code: Option<CUfileOpError>,
+        /// The errno, for `-1` returns.
+        errno: Option<i32>,
+    },
+
+    /// Opening the file (with O_DIRECT) failed before cuFile saw it.
+    #[error("cannot open {} for cuFile: {source}", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The device range overlaps one registered through this process.
+    #[error(
+        "device buffer {base:#x}+{size} overlaps the registered buffer {existing_base:#x}+{existing_size}"
+    )]
+    AlreadyRegistered {
+        base: u64,
+        size: usize,
+        existing_base: u64,
+        existing_size: usize,
+    },
+
+    /// Statistics cannot be read from this library.
+    #[error("cuFile statistics unavailable: {reason}")]
+    StatsUnavailable { reason: String },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+fn describe_context(path: &Option<PathBuf>, log: &Option<LogExcerpt>) -> String {
+    let mut out = String::new();
+    if let Some(path) = path {
+        out.push_str(&format!(" for {}", path.display()));
+    }
+    if let Some(log) = log {
+        out.push_str(&format!("; {log}"));
+    }
+    out
+}
+
+fn describe_io(code: Option<CUfileOpError>, errno: Option<i32>) -> String {
+    match (code, errno) {
+        (Some(code), _) => code.to_string(),
+        (None, Some(errno)) => std::io::Error::from_raw_os_error(errno).to_string(),
+        (None, None) => "unknown error".into(),
+    }
+}

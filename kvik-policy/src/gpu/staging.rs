@@ -1,0 +1,366 @@
+//! The bounce-buffer pipeline between files and device memory.
+//!
+//! Each pool worker keeps, per GPU, its own non-blocking stream and two
+//! pinned, page-aligned host buffers, allocated once and reused (allocating
+//! pinned memory per request costs more than half the throughput). A read
+//! fills one buffer with `pread` while the other is being copied to the
+//! device, so disk (or page cache) and the copy engine work at the same time;
+//! KvikIO instead synchronizes after every chunk. A worker only waits for a
+//! buffer's previous copy right before refilling it, so the overlap also
+//! spans consecutive tasks on the same worker; the request waits for all
+//! copies once, at the end ([`StagedCopies::wait`]).
+
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaStream, sys};
+
+use super::GpuError;
+
+/// Events that block the waiting thread (instead of spinning, which would
+/// steal the cores `pread` needs) and record no timing.
+const EVENT_FLAGS: u32 = 0x1 | 0x2;
+
+fn check(operation: &'static str, status: sys::CUresult) -> Result<(), GpuError> {
+    if status == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(GpuError::Cuda {
+            operation,
+            code: gds_core::cuda::CudaResult(status as u32),
+        })
+    }
+}
+
+/// Pinned, page-aligned host memory (`cuMemHostAlloc`, portable).
+struct PinnedBuffer {
+    ptr: *mut u8,
+    len: usize,
+    ctx: Arc<CudaContext>,
+}
+
+impl PinnedBuffer {
+    fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<PinnedBuffer, GpuError> {
+        ctx.bind_to_thread()
+            .map_err(|e| GpuError::cuda("cuCtxSetCurrent", e))?;
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        // SAFETY: allocates `len` bytes of page-locked memory.
+        check("cuMemHostAlloc", unsafe {
+            sys::cuMemHostAlloc(&mut ptr, len, sys::CU_MEMHOSTALLOC_PORTABLE)
+        })?;
+        Ok(PinnedBuffer {
+            ptr: ptr.cast(),
+            len,
+            ctx: ctx.clone(),
+        })
+    }
+
+    fn slice_mut(&mut self, len: usize) -> &mut [u8] {
+        // SAFETY: `len <= self.len` (callers pass at most the chunk size),
+        // the memory is ours and no copy uses it (the caller waited).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, len.min(self.len)) }
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: frees the allocation made in `new`, once.
+        unsafe { sys::cuMemFreeHost(self.ptr.cast()) };
+    }
+}
+
+/// A CUDA event recorded after each copy that uses a buffer.
+struct Event {
+    raw: sys::CUevent,
+    ctx: Arc<CudaContext>,
+    pending: bool,
+}
+
+impl Event {
+    fn new(ctx: &Arc<CudaContext>) -> Result<Event, GpuError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: creates one event in the current context.
+        check("cuEventCreate", unsafe {
+            sys::cuEventCreate(&mut raw, EVENT_FLAGS)
+        })?;
+        Ok(Event {
+            raw,
+            ctx: ctx.clone(),
+            pending: false,
+        })
+    }
+
+    fn record(&mut self, stream: &CudaStream) -> Result<(), GpuError> {
+        // SAFETY: both belong to the current context.
+        check("cuEventRecord", unsafe {
+            sys::cuEventRecord(self.raw, stream.cu_stream())
+        })?;
+        self.pending = true;
+        Ok(())
+    }
+
+    /// Wait for the last recorded copy to finish.
+    fn wait(&mut self) -> Result<(), GpuError> {
+        if self.pending {
+            // SAFETY: a valid, recorded event.
+            check("cuEventSynchronize", unsafe {
+                sys::cuEventSynchronize(self.raw)
+            })?;
+            self.pending = false;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: destroys the event created in `new`, once (pending work
+        // is allowed: the driver releases it when done).
+        unsafe { sys::cuEventDestroy_v2(self.raw) };
+    }
+}
+
+struct StagingBuffer {
+    host: PinnedBuffer,
+    copied: Event,
+}
+
+/// One worker's staging state for one GPU and chunk size.
+struct Staging {
+    ordinal: u32,
+    chunk: usize,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    buffers: [StagingBuffer; 2],
+    next: usize,
+}
+
+impl Staging {
+    fn new(ordinal: u32, chunk: usize) -> Result<Staging, GpuError> {
+        let ctx = super::context(ordinal)?;
+        let stream = ctx
+            .new_stream()
+            .map_err(|e| GpuError::cuda("cuStreamCreate", e))?;
+        let buffer = || -> Result<StagingBuffer, GpuError> {
+            Ok(StagingBuffer {
+                host: PinnedBuffer::new(&ctx, chunk)?,
+                copied: Event::new(&ctx)?,
+            })
+        };
+        let buffers = [buffer()?, buffer()?];
+        Ok(Staging {
+            ordinal,
+            chunk,
+            ctx,
+            stream,
+            buffers,
+            next: 0,
+        })
+    }
+
+    /// The next buffer, once its previous copy has finished.
+    fn next_buffer(&mut self) -> Result<&mut StagingBuffer, GpuError> {
+        let i = self.next;
+        self.next ^= 1;
+        let buffer = &mut self.buffers[i];
+        buffer.copied.wait()?;
+        Ok(buffer)
+    }
+}
+
+thread_local! {
+    static STAGING: RefCell<Vec<Staging>> = const { RefCell::new(Vec::new()) };
+}
+
+fn with_staging<T>(
+    ordinal: u32,
+    chunk: usize,
+    f: impl FnOnce(&mut Staging) -> Result<T, GpuError>,
+) -> Result<T, GpuError> {
+    STAGING.with(|cell| {
+        let mut all = cell.borrow_mut();
+        let index = match all
+            .iter()
+            .position(|s| s.ordinal == ordinal && s.chunk == chunk)
+        {
+            Some(i) => i,
+            None => {
+                // Settings changed (another chunk size): drop this worker's
+                // old buffers for the GPU rather than hoarding pinned memory.
+                all.retain(|s| s.ordinal != ordinal);
+                all.push(Staging::new(ordinal, chunk)?);
+                all.len() - 1
+            }
+        };
+        let staging = &mut all[index];
+        staging
+            .ctx
+            .bind_to_thread()
+            .map_err(|e| GpuError::cuda("cuCtxSetCurrent", e))?;
+        f(staging)
+    })
+}
+
+/// Copies still in flight on worker streams; wait for them before the
+/// caller may use the device memory.
+#[derive(Debug, Default)]
+pub struct StagedCopies {
+    streams: Vec<Arc<CudaStream>>,
+}
+
+impl StagedCopies {
+    pub fn merge(&mut self, other: StagedCopies) {
+        for stream in other.streams {
+            if !self
+                .streams
+                .iter()
+                .any(|s| s.cu_stream() == stream.cu_stream())
+            {
+                self.streams.push(stream);
+            }
+        }
+    }
+
+    /// Block until every copy has reached the device.
+    pub fn wait(&self) -> Result<(), GpuError> {
+        for stream in &self.streams {
+            stream
+                .synchronize()
+                .map_err(|e| GpuError::cuda("cuStreamSynchronize", e))?;
+        }
+        Ok(())
+    }
+}
+
+fn io_error(operation: &'static str, path: &str, offset: u64, e: std::io::Error) -> GpuError {
+    GpuError::Io {
+        operation,
+        path: path.to_string(),
+        offset,
+        errno: e.raw_os_error(),
+        message: e.to_string(),
+    }
+}
+
+/// `pread` until `buf` is full or end of file; EINTR is retried.
+fn pread_full(file: &File, buf: &mut [u8], offset: u64, path: &str) -> Result<usize, GpuError> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_error("pread", path, offset + done as u64, e)),
+        }
+    }
+    Ok(done)
+}
+
+/// Read `size` bytes at `file_offset` into device memory at `dst` (on GPU
+/// `ordinal`) through this worker's pinned buffers, `chunk` bytes at a time.
+/// Returns the bytes read (short at end of file) and the copies in flight.
+pub fn read_to_device(
+    file: &File,
+    path: &str,
+    file_offset: u64,
+    size: usize,
+    dst: u64,
+    ordinal: u32,
+    chunk: usize,
+) -> Result<(usize, StagedCopies), GpuError> {
+    let chunk = chunk.max(1);
+    with_staging(ordinal, chunk, |staging| {
+        let stream = staging.stream.clone();
+        let mut done = 0;
+        while done < size {
+            let want = chunk.min(size - done);
+            let buffer = staging.next_buffer()?;
+            let host = buffer.host.slice_mut(want);
+            let n = pread_full(file, host, file_offset + done as u64, path)?;
+            if n > 0 {
+                // SAFETY: the caller guarantees `dst..dst+size` is device
+                // memory of GPU `ordinal`; the host buffer stays untouched
+                // until the event recorded below completes.
+                check("cuMemcpyHtoDAsync", unsafe {
+                    sys::cuMemcpyHtoDAsync_v2(
+                        dst + done as u64,
+                        host.as_ptr().cast(),
+                        n,
+                        stream.cu_stream(),
+                    )
+                })?;
+                buffer.copied.record(&stream)?;
+            }
+            done += n;
+            if n < want {
+                break; // end of file
+            }
+        }
+        Ok((
+            done,
+            StagedCopies {
+                streams: vec![stream],
+            },
+        ))
+    })
+}
+
+/// Write `size` bytes of device memory at `src` to `file_offset`: the copy
+/// of the next chunk to host memory runs while the current one is written.
+/// Returns when every byte is in the file (or on the first error).
+pub fn write_from_device(
+    file: &File,
+    path: &str,
+    file_offset: u64,
+    size: usize,
+    src: u64,
+    ordinal: u32,
+    chunk: usize,
+) -> Result<usize, GpuError> {
+    let chunk = chunk.max(1);
+    with_staging(ordinal, chunk, |staging| {
+        let stream = staging.stream.clone();
+        let chunks = size.div_ceil(chunk);
+        // Enqueue the device→host copy of chunk `i` into buffer `i % 2`.
+        let enqueue = |staging: &mut Staging, i: usize| -> Result<(), GpuError> {
+            let start = i * chunk;
+            let len = chunk.min(size - start);
+            let buffer = &mut staging.buffers[i % 2];
+            buffer.copied.wait()?;
+            // SAFETY: the caller guarantees `src..src+size` is readable
+            // device memory; the buffer is free (waited above).
+            check("cuMemcpyDtoHAsync", unsafe {
+                sys::cuMemcpyDtoHAsync_v2(
+                    buffer.host.ptr.cast(),
+                    src + start as u64,
+                    len,
+                    stream.cu_stream(),
+                )
+            })?;
+            buffer.copied.record(&stream)
+        };
+        if chunks > 0 {
+            enqueue(staging, 0)?;
+        }
+        for i in 0..chunks {
+            if i + 1 < chunks {
+                enqueue(staging, i + 1)?;
+            }
+            let start = i * chunk;
+            let len = chunk.min(size - start);
+            let buffer = &mut staging.buffers[i % 2];
+            buffer.copied.wait()?;
+            let offset = file_offset + start as u64;
+            file.write_all_at(&buffer.host.slice_mut(len)[..len], offset)
+                .map_err(|e| io_error("pwrite", path, offset, e))?;
+        }
+        // Leave both buffers free for the next user of this worker.
+        staging.next = 0;
+        Ok(size)
+    })
+}
