@@ -263,6 +263,13 @@ impl AlignedBuffer {
     /// # Panics
     /// When the system refuses the memory (as `Vec` aborts).
     pub fn new(len: usize) -> AlignedBuffer {
+        AlignedBuffer::try_new(len)
+            .unwrap_or_else(|e| panic!("cannot map {len} bytes of host memory: {e}"))
+    }
+
+    /// `len` zero bytes at a page boundary, or the system's refusal
+    /// (`ENOMEM`) as an error.
+    pub fn try_new(len: usize) -> std::io::Result<AlignedBuffer> {
         let mapped = len.max(1);
         // SAFETY: an anonymous private mapping; no file, no fixed address.
         let raw = unsafe {
@@ -276,13 +283,10 @@ impl AlignedBuffer {
             )
         };
         if raw == libc::MAP_FAILED {
-            panic!(
-                "cannot map {len} bytes of host memory: {}",
-                std::io::Error::last_os_error()
-            );
+            return Err(std::io::Error::last_os_error());
         }
         let ptr = NonNull::new(raw.cast::<u8>()).expect("mmap never returns null on success");
-        AlignedBuffer { ptr, len, mapped }
+        Ok(AlignedBuffer { ptr, len, mapped })
     }
 
     /// Materialise every page now, as transparent huge pages where the
@@ -353,14 +357,25 @@ const MAX_IDLE_BOUNCE_BUFFERS: usize = 32;
 pub(crate) struct BounceBuffer(Option<AlignedBuffer>);
 
 impl BounceBuffer {
+    #[cfg(test)]
     pub(crate) fn get(size: usize) -> BounceBuffer {
+        BounceBuffer::try_get(size).expect("test bounce buffers fit in memory")
+    }
+
+    /// An idle buffer of exactly `size` bytes, or a new one (an error when
+    /// the system refuses the memory).
+    pub(crate) fn try_get(size: usize) -> std::io::Result<BounceBuffer> {
         let reused = {
             let mut pool = BOUNCE_BUFFERS.lock().unwrap_or_else(|e| e.into_inner());
             pool.iter()
                 .rposition(|b| b.len() == size)
                 .map(|i| pool.swap_remove(i))
         };
-        BounceBuffer(Some(reused.unwrap_or_else(|| AlignedBuffer::new(size))))
+        let buffer = match reused {
+            Some(b) => b,
+            None => AlignedBuffer::try_new(size)?,
+        };
+        Ok(BounceBuffer(Some(buffer)))
     }
 }
 

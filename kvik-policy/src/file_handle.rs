@@ -666,9 +666,9 @@ impl Inner {
             if cancel.load(Ordering::Relaxed) {
                 return;
             }
-            in_flight.fetch_add(1, Ordering::SeqCst);
+            let running = Running::start(in_flight);
             let result = run(task, memory);
-            in_flight.fetch_sub(1, Ordering::SeqCst);
+            drop(running);
             match result {
                 Ok(outcome) => *slot = outcome,
                 Err(e) => {
@@ -700,6 +700,23 @@ impl Inner {
             Some(e) => Err(e),
             None => Ok(outcomes),
         }
+    }
+}
+
+/// One task counted in `tasks_in_flight` until dropped — also when the
+/// task panics, so a bug in one request cannot leave the count wrong.
+struct Running<'a>(&'a AtomicUsize);
+
+impl<'a> Running<'a> {
+    fn start(count: &'a AtomicUsize) -> Running<'a> {
+        count.fetch_add(1, Ordering::SeqCst);
+        Running(count)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

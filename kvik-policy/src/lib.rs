@@ -23,6 +23,8 @@
 pub mod buffer;
 mod compat;
 mod error;
+#[cfg(test)]
+mod fault;
 mod file_handle;
 pub mod gpu;
 pub mod path_report;

@@ -5,6 +5,10 @@
 //! result, so no task can outlive the memory it fills. Dropping it does not
 //! stop the request (a `pwrite` you drop still writes); it only drops the
 //! result.
+//!
+//! A panic inside the request (a bug) is caught on the pool and raised again
+//! in whoever takes the result, as `JoinHandle::join` hands a thread's panic
+//! on; left on the pool it would abort the process.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -31,7 +35,8 @@ struct Shared<B> {
 
 enum State<B> {
     Running(Option<Waker>),
-    Finished(Result<(B, Transfer)>),
+    /// The result, or the panic that ended the request.
+    Finished(std::thread::Result<Result<(B, Transfer)>>),
     Taken,
 }
 
@@ -55,7 +60,7 @@ impl<B: Send + 'static> PendingIo<B> {
         });
         let done = shared.clone();
         pool.spawn(move || {
-            let result = job();
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
             let waker = {
                 let mut state = done.lock();
                 let previous = std::mem::replace(&mut *state, State::Finished(result));
@@ -79,7 +84,7 @@ impl<B: Send + 'static> PendingIo<B> {
     pub(crate) fn ready(result: Result<(B, Transfer)>) -> PendingIo<B> {
         PendingIo {
             shared: Arc::new(Shared {
-                state: Mutex::new(State::Finished(result)),
+                state: Mutex::new(State::Finished(Ok(result))),
                 finished: Condvar::new(),
             }),
             pool: None,
@@ -102,7 +107,7 @@ impl<B> PendingIo<B> {
     /// The result if the request has finished, without blocking.
     ///
     /// # Panics
-    /// When the result was already taken.
+    /// When the result was already taken, or the request panicked.
     pub fn try_wait(&mut self) -> Option<Result<(B, Transfer)>> {
         let mut state = self.shared.lock();
         take_finished(&mut state)
@@ -116,7 +121,8 @@ impl<B> PendingIo<B> {
     /// of one thread cannot deadlock.
     ///
     /// # Panics
-    /// When the result was already taken (through `try_wait` or `.await`).
+    /// When the result was already taken (through `try_wait` or `.await`),
+    /// or the request panicked (its panic goes on here).
     pub fn wait(self) -> Result<(B, Transfer)> {
         let in_pool = self
             .pool
@@ -165,7 +171,8 @@ fn take_finished<B>(state: &mut State<B>) -> Option<Result<(B, Transfer)>> {
     match state {
         State::Running(_) => None,
         State::Finished(_) => match std::mem::replace(state, State::Taken) {
-            State::Finished(result) => Some(result),
+            State::Finished(Ok(result)) => Some(result),
+            State::Finished(Err(panic)) => std::panic::resume_unwind(panic),
             _ => unreachable!(),
         },
         State::Taken => panic!("the result of this PendingIo was already taken"),

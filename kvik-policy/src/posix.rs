@@ -13,6 +13,10 @@
 //!   unaligned head and tail use the ordinary descriptor. A filesystem that
 //!   then refuses O_DIRECT I/O (`EINVAL`) gets buffered I/O for the rest of
 //!   the task, and the report says so.
+//! * Every system call goes through one seam ([`pread`], [`pwrite`],
+//!   [`pread_nowait`]): the crate's tests inject faults there (`EINTR`,
+//!   short transfers, `EIO`, `ENOSPC`, a file truncated mid-request) without
+//!   `LD_PRELOAD`; in other builds the seam is a plain call.
 
 use std::fs::File;
 use std::io;
@@ -131,7 +135,7 @@ pub(crate) fn read(
             let rest = &mut buf[done..];
             match step {
                 Step::Buffered(n) if cache_missed => {
-                    retry(|| fds.buffered.read_at(&mut rest[..n], at))
+                    retry(|| pread(fds.buffered, &mut rest[..n], at))
                 }
                 Step::Buffered(n) => match read_cached(fds.buffered, &mut rest[..n], at) {
                     Some(got) => Ok(got),
@@ -147,14 +151,14 @@ pub(crate) fn read(
                             at,
                             rest_of_task + (3 * rest_of_task).min(32 << 20),
                         );
-                        retry(|| fds.buffered.read_at(&mut rest[..n], at))
+                        retry(|| pread(fds.buffered, &mut rest[..n], at))
                     }
                 },
-                Step::Direct(d, n) => retry(|| d.read_at(&mut rest[..n], at)),
+                Step::Direct(d, n) => retry(|| pread(d, &mut rest[..n], at)),
                 Step::Bounced(d, n) => {
-                    let b = bounce.get_or_insert_with(|| BounceBuffer::get(bounce_len(fds)));
+                    let b = filled(bounce);
                     let n = n.min(b.len());
-                    let got = retry(|| d.read_at(&mut b[..n], at))?;
+                    let got = retry(|| pread(d, &mut b[..n], at))?;
                     rest[..got].copy_from_slice(&b[..got]);
                     Ok(got)
                 }
@@ -167,29 +171,9 @@ pub(crate) fn read(
 /// (0 at end of file), or `None` when the data must come from storage (or
 /// the kernel cannot tell; the caller then just reads).
 fn read_cached(file: &File, buf: &mut [u8], at: u64) -> Option<usize> {
-    let iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    loop {
-        // SAFETY: one iovec over `buf`, which we borrow mutably.
-        let got = unsafe {
-            libc::preadv2(
-                file.as_raw_fd(),
-                &iov,
-                1,
-                at as libc::off_t,
-                libc::RWF_NOWAIT,
-            )
-        };
-        if got >= 0 {
-            return Some(got as usize);
-        }
-        match io::Error::last_os_error().raw_os_error() {
-            Some(libc::EINTR) => continue,
-            _ => return None, // EAGAIN: not cached; anything else: read normally
-        }
-    }
+    // EAGAIN: not cached; anything else: the caller reads normally and
+    // meets the error (if it persists) there, with its context.
+    retry(|| pread_nowait(file, buf, at)).ok()
 }
 
 /// Ask the kernel to start reading `len` bytes at `at` into the page cache.
@@ -223,13 +207,13 @@ pub(crate) fn write(
             let at = offset + done as u64;
             let rest = &buf[done..];
             match step {
-                Step::Buffered(n) => retry(|| fds.buffered.write_at(&rest[..n], at)),
-                Step::Direct(d, n) => retry(|| d.write_at(&rest[..n], at)),
+                Step::Buffered(n) => retry(|| pwrite(fds.buffered, &rest[..n], at)),
+                Step::Direct(d, n) => retry(|| pwrite(d, &rest[..n], at)),
                 Step::Bounced(d, n) => {
-                    let b = bounce.get_or_insert_with(|| BounceBuffer::get(bounce_len(fds)));
+                    let b = filled(bounce);
                     let n = n.min(b.len());
                     b[..n].copy_from_slice(&rest[..n]);
-                    retry(|| d.write_at(&b[..n], at))
+                    retry(|| pwrite(d, &b[..n], at))
                 }
             }
         },
@@ -260,6 +244,12 @@ fn run<'f>(
         let at = offset + done as u64;
         let step = plan_step(at, memory.wrapping_add(done), len - done, direct);
         let used_direct = !matches!(step, Step::Buffered(_));
+        if let (Step::Bounced(_, n), None) = (step, &bounce) {
+            // A system that refuses the memory is an error, not a panic.
+            let buffer = BounceBuffer::try_get(bounce_len(fds.bounce_size, n))
+                .map_err(|e| io_error(operation, "mmap", fds.path, at, e))?;
+            bounce = Some(buffer);
+        }
         match io(step, done, &mut bounce) {
             Ok(0) if operation == Operation::Read => break, // end of file
             Ok(0) => {
@@ -283,12 +273,89 @@ fn run<'f>(
     Ok(outcome)
 }
 
-/// The bounce buffer's size: `bounce_buffer_size` rounded down to whole
-/// pages (O_DIRECT moves whole pages), at least one page.
-fn bounce_len(fds: Descriptors<'_>) -> usize {
-    let page = page_size();
-    (fds.bounce_size - fds.bounce_size % page).max(page) as usize
+/// The task's bounce buffer, allocated (by [`run`]) before the first step
+/// that needs it.
+fn filled(slot: &mut Option<BounceBuffer>) -> &mut BounceBuffer {
+    slot.as_mut()
+        .expect("run allocates the bounce buffer before a bounced step")
 }
+
+/// The bounce buffer's size: `bounce_buffer_size` rounded down to whole
+/// pages (O_DIRECT moves whole pages), at least one page, and never more
+/// than the step needs (`step` is whole pages; rounded up to a power of
+/// two so that tasks of similar size reuse each other's buffers) — so a huge
+/// `KVIKIO_BOUNCE_BUFFER_SIZE` costs no more memory than the request itself.
+fn bounce_len(bounce_size: u64, step: usize) -> usize {
+    let page = page_size();
+    let configured = (bounce_size - bounce_size % page).max(page);
+    configured.min((step as u64).next_power_of_two()).max(page) as usize
+}
+
+/// The system calls of this backend, by name (the name goes into errors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Syscall {
+    Pread,
+    /// `preadv2(RWF_NOWAIT)`: what the page cache holds, without blocking.
+    PreadNowait,
+    Pwrite,
+}
+
+/// `pread(2)` of `buf.len()` bytes at `at`.
+fn pread(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    seam(file, Syscall::Pread, at, buf.len(), |n| {
+        file.read_at(&mut buf[..n], at)
+    })
+}
+
+/// `pwrite(2)` of `buf` at `at`.
+fn pwrite(file: &File, buf: &[u8], at: u64) -> io::Result<usize> {
+    seam(file, Syscall::Pwrite, at, buf.len(), |n| {
+        file.write_at(&buf[..n], at)
+    })
+}
+
+/// `preadv2(2)` with `RWF_NOWAIT`: `EAGAIN` when the data is not cached.
+fn pread_nowait(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    seam(file, Syscall::PreadNowait, at, buf.len(), |n| {
+        let iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: n,
+        };
+        // SAFETY: one iovec over the first `n` bytes of `buf` (n <= len),
+        // which we borrow mutably.
+        let got = unsafe {
+            libc::preadv2(
+                file.as_raw_fd(),
+                &iov,
+                1,
+                at as libc::off_t,
+                libc::RWF_NOWAIT,
+            )
+        };
+        if got < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(got as usize)
+        }
+    })
+}
+
+/// Every system call passes here: `real(n)` makes the call for the first
+/// `n` of `len` bytes. Outside tests, it is exactly `real(len)`.
+#[cfg(not(test))]
+#[inline(always)]
+fn seam(
+    _file: &File,
+    _syscall: Syscall,
+    _at: u64,
+    len: usize,
+    real: impl FnOnce(usize) -> io::Result<usize>,
+) -> io::Result<usize> {
+    real(len)
+}
+
+#[cfg(test)]
+use crate::fault::seam;
 
 #[cfg(test)]
 mod tests {
