@@ -23,7 +23,10 @@ pub enum CompatMode {
 
 /// A value that is not a compat mode.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{value:?} is not a compat mode: expected on/true/yes/1, off/false/no/0 or auto")]
+#[error(
+    "{} is not a compat mode: expected on/true/yes/1, off/false/no/0 or auto",
+    crate::error::quote_value(value)
+)]
 pub struct ParseCompatModeError {
     pub value: String,
 }

@@ -135,3 +135,28 @@ impl Error {
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A value the user gave, quoted for an error message: whole when short;
+/// when long (a variable holding a file's worth of junk), its start and its
+/// length, so that the message stays readable.
+pub(crate) fn quote_value(value: &str) -> String {
+    const SHOWN: usize = 60;
+    if value.chars().count() <= SHOWN + 20 {
+        return format!("{value:?}");
+    }
+    let start: String = value.chars().take(SHOWN).collect();
+    format!("{start:?}… ({} bytes)", value.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_values_are_quoted_by_their_start_and_length() {
+        assert_eq!(quote_value("4x"), "\"4x\"");
+        let long = "7".repeat(1 << 20);
+        let quoted = quote_value(&long);
+        assert_eq!(quoted, format!("{:?}… (1048576 bytes)", "7".repeat(60)));
+    }
+}

@@ -29,6 +29,12 @@ use crate::{CompatMode, parse_size};
 /// measurements flatten out past 16).
 pub const DEFAULT_MAX_THREADS: usize = 16;
 
+/// The most threads anyone may ask for. KvikIO takes any number, so
+/// `KVIKIO_NTHREADS=1000000` spawns a million threads (minutes, and
+/// gigabytes of stacks) before the first read; past a few hundred, threads
+/// only add contention on any storage there is.
+pub const MAX_THREADS: usize = 1024;
+
 /// Where a setting's value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -97,8 +103,10 @@ impl fmt::Display for EnvProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}={:?} is invalid: {}",
-            self.variable, self.value, self.problem
+            "{}={} is invalid: {}",
+            self.variable,
+            crate::error::quote_value(&self.value),
+            self.problem
         )
     }
 }
@@ -138,7 +146,7 @@ pub const SETTINGS: [SettingInfo; 7] = [
         name: "num_threads",
         variables: &["KVIKIO_NTHREADS", "KVIKIO_NUM_THREADS"],
         default: "available cores, at most 16",
-        rule: "a whole number > 0",
+        rule: "a whole number from 1 to 1024",
     },
     SettingInfo {
         name: "task_size",
@@ -394,9 +402,16 @@ impl Settings {
         self.compat_mode = Setting::api(mode);
         self
     }
-    /// Threads in the pool that runs a request's tasks; must be > 0.
+    /// Threads in the pool that runs a request's tasks: 1 to [`MAX_THREADS`].
     pub fn set_num_threads(&mut self, threads: usize) -> Result<&mut Self> {
         positive("num_threads", threads as u64)?;
+        if threads > MAX_THREADS {
+            return Err(Error::InvalidSetting {
+                setting: "num_threads",
+                value: threads.to_string(),
+                rule: "must be at most 1024 (MAX_THREADS)",
+            });
+        }
         self.num_threads = Setting::api(threads);
         Ok(self)
     }
@@ -496,7 +511,8 @@ fn positive(setting: &'static str, value: u64) -> Result<()> {
     Ok(())
 }
 
-/// A thread count: digits only (surrounding whitespace ignored), > 0.
+/// A thread count: digits only (surrounding whitespace ignored), 1 to
+/// [`MAX_THREADS`].
 fn parse_count(text: &str) -> std::result::Result<usize, String> {
     let t = text.trim();
     if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
@@ -504,8 +520,8 @@ fn parse_count(text: &str) -> std::result::Result<usize, String> {
     }
     match t.parse::<usize>() {
         Ok(0) => Err("must be greater than 0".into()),
-        Ok(n) => Ok(n),
-        Err(_) => Err("too large".into()),
+        Ok(n) if n <= MAX_THREADS => Ok(n),
+        _ => Err(format!("too large: at most {MAX_THREADS} threads")),
     }
 }
 

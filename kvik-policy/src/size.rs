@@ -13,7 +13,10 @@ use std::fmt;
 
 /// A size that could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{value:?} is not a size: {problem} (write bytes like 4194304, or 4MiB, 16KiB, 1GiB)")]
+#[error(
+    "{} is not a size: {problem} (write bytes like 4194304, or 4MiB, 16KiB, 1GiB)",
+    crate::error::quote_value(value)
+)]
 pub struct ParseSizeError {
     pub value: String,
     pub problem: &'static str,
