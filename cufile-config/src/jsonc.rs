@@ -163,18 +163,58 @@ pub struct Document {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Maps byte offsets to line:column.
+/// Maps byte offsets to line:column, in time independent of the line's
+/// length (a 100 MB file on one line has millions of values, and counting
+/// each one's column from the start of the line took hours).
 #[derive(Debug, Clone)]
 pub struct LineIndex<'a> {
     text: &'a str,
     line_starts: Vec<usize>,
+    /// Every byte is a character.
+    ascii: bool,
+    /// For text that is not ASCII (where bytes are not characters): the
+    /// number of characters before every [`CHECKPOINT`]-th byte (rounded up
+    /// to a character boundary), as `(byte offset, characters before it)`.
+    checkpoints: Vec<(usize, usize)>,
 }
+
+/// Bytes between two character-count checkpoints.
+const CHECKPOINT: usize = 4096;
 
 impl<'a> LineIndex<'a> {
     pub fn new(text: &'a str) -> LineIndex<'a> {
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        LineIndex { text, line_starts }
+        let mut checkpoints = vec![(0, 0)];
+        let ascii = text.is_ascii();
+        if !ascii {
+            let mut next = CHECKPOINT;
+            for (chars, (byte, _)) in text.char_indices().enumerate() {
+                if byte >= next {
+                    checkpoints.push((byte, chars));
+                    next = byte + CHECKPOINT;
+                }
+            }
+        }
+        LineIndex {
+            text,
+            line_starts,
+            ascii,
+            checkpoints,
+        }
+    }
+
+    /// Characters before byte `offset` (a character boundary).
+    fn chars_before(&self, offset: usize) -> usize {
+        if self.ascii {
+            return offset;
+        }
+        let k = self
+            .checkpoints
+            .partition_point(|&(byte, _)| byte <= offset)
+            - 1;
+        let (byte, chars) = self.checkpoints[k];
+        chars + self.text[byte..offset].chars().count()
     }
 
     /// The position of byte `offset`; offsets past the end or inside a
@@ -186,11 +226,7 @@ impl<'a> LineIndex<'a> {
         }
         let line = self.line_starts.partition_point(|&start| start <= offset);
         let start = self.line_starts[line - 1];
-        let column = self
-            .text
-            .get(start..offset)
-            .map_or(0, |s| s.chars().count())
-            + 1;
+        let column = self.chars_before(offset) - self.chars_before(start) + 1;
         Position { line, column }
     }
 }
@@ -545,5 +581,33 @@ mod tests {
         assert_eq!(lines.position(2), Position { line: 1, column: 2 });
         assert_eq!(lines.position(4), Position { line: 2, column: 1 });
         assert_eq!(lines.position(99), Position { line: 2, column: 2 });
+    }
+
+    #[test]
+    fn columns_count_characters_across_checkpoints() {
+        // Long lines of multi-byte characters: every column is the one a
+        // character-by-character count gives.
+        let line = "é€a𝄞".repeat(3000);
+        let text = format!("x\n{line}\n{line}");
+        let lines = LineIndex::new(&text);
+        assert!(lines.checkpoints.len() > 10);
+        let second = 2;
+        for (i, (byte, ch)) in line.char_indices().enumerate() {
+            let at = lines.position(second + byte);
+            assert_eq!(
+                at,
+                Position {
+                    line: 2,
+                    column: i + 1
+                },
+                "byte {byte}"
+            );
+            // Inside a character: clamped to its start.
+            if ch.len_utf8() > 1 {
+                assert_eq!(lines.position(second + byte + 1), at);
+            }
+        }
+        let third = second + line.len() + 1;
+        assert_eq!(lines.position(third + 5), Position { line: 3, column: 3 });
     }
 }

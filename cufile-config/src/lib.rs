@@ -47,6 +47,12 @@ pub use location::{ConfigLocation, DEFAULT_CONFIG_PATH, ENV_CONFIG_PATH, Locatio
 pub use model::CufileConfig;
 pub use validate::ValidateOptions;
 
+/// The largest cufile.json [`ParsedConfig::read`] reads: 1 MiB. The stock
+/// file, every key with its comment, is 13 KiB; a file a hundred times that
+/// is not a cuFile configuration, and parsing it would cost memory and time
+/// for nothing.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
 /// A cufile.json read and validated: the typed model of its valid content and
 /// every problem found, sorted by position.
 #[derive(Debug, Clone)]
@@ -78,12 +84,39 @@ impl ParsedConfig {
         ParsedConfig::from_document(jsonc::parse_bytes(bytes), options)
     }
 
-    /// Reads, parses and validates a file.
+    /// Reads, parses and validates a file of at most [`MAX_FILE_BYTES`]
+    /// (a larger one is [`ConfigError::TooLarge`], found without reading it
+    /// all: `/dev/zero` or a 100 MB log named by mistake cost no more than
+    /// the limit).
     pub fn read(path: &Path, options: &ValidateOptions) -> Result<ParsedConfig, ConfigError> {
-        let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
+        use std::io::Read as _;
+        let read_error = |source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        let too_large = |size| ConfigError::TooLarge {
+            path: path.to_path_buf(),
+            size,
+            limit: MAX_FILE_BYTES,
+        };
+        let file = std::fs::File::open(path).map_err(read_error)?;
+        let meta = file.metadata().map_err(read_error)?;
+        if meta.is_dir() {
+            return Err(read_error(std::io::Error::from(
+                std::io::ErrorKind::IsADirectory,
+            )));
+        }
+        if meta.is_file() && meta.len() > MAX_FILE_BYTES {
+            return Err(too_large(Some(meta.len())));
+        }
+        // Devices and pipes have no size: read one byte past the limit.
+        let mut bytes = Vec::new();
+        file.take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(read_error)?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(too_large(meta.is_file().then_some(meta.len())));
+        }
         let mut parsed = ParsedConfig::from_bytes(&bytes, options);
         parsed.path = Some(path.to_path_buf());
         Ok(parsed)
