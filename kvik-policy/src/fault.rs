@@ -144,7 +144,8 @@ pub(crate) struct Faults {
 }
 
 /// Plan `rules` for the file at `path` (which must exist): every
-/// descriptor of it, opened before or after, meets them.
+/// descriptor of it, opened before or after, meets them. One plan per file
+/// at a time.
 pub(crate) fn inject(path: &Path, rules: Vec<Rule>) -> Faults {
     let meta = std::fs::metadata(path).expect("the file to inject faults into exists");
     let plan = Arc::new(Plan {
@@ -152,7 +153,14 @@ pub(crate) fn inject(path: &Path, rules: Vec<Rule>) -> Faults {
         rules,
         calls: Mutex::new(Vec::new()),
     });
-    PLANS.lock().unwrap().push(plan.clone());
+    let mut plans = PLANS.lock().unwrap();
+    assert!(
+        plans.iter().all(|p| p.file != plan.file),
+        "{} already has a fault plan: drop it first",
+        path.display()
+    );
+    plans.push(plan.clone());
+    drop(plans);
     ACTIVE.fetch_add(1, Ordering::SeqCst);
     Faults { plan }
 }
@@ -642,5 +650,59 @@ mod tests {
         drop(faults);
         let (buf, _) = f.pread(vec![0u8; data.len()], 0).wait().unwrap();
         assert!(buf == data);
+    }
+
+    #[test]
+    fn write_synced_syncs_after_every_write_and_reports_a_failed_sync() {
+        let data = bytes(200_000, 10);
+        let (_dir, path) = file_with(&[]);
+        let faults = inject(&path, vec![]);
+        let f = FileHandle::open_with(&path, "w", &settings(4, 16 << 10)).unwrap();
+        let done = f.write_synced(&data, 0).unwrap();
+        assert_eq!(done.bytes, data.len());
+        let calls = faults.calls();
+        let last = calls.last().unwrap();
+        assert_eq!(last.syscall, Syscall::Fdatasync, "{calls:#?}");
+        let writes = &calls[..calls.len() - 1];
+        assert!(writes.iter().all(|c| c.syscall == Syscall::Pwrite));
+        assert_eq!(
+            writes.iter().map(|c| c.result.unwrap()).sum::<usize>(),
+            data.len()
+        );
+        f.sync_all().unwrap();
+        assert_eq!(faults.calls().last().unwrap().syscall, Syscall::Fsync);
+        drop(faults);
+
+        // EINTR is retried; EIO is not (the pages may be gone), and it is
+        // the caller's error, naming the call and the path.
+        let faults = inject(
+            &path,
+            vec![
+                Rule::on(&[Syscall::Fdatasync]).times(2).fail(libc::EINTR),
+                Rule::on(&[Syscall::Fdatasync]).times(1).fail(libc::EIO),
+            ],
+        );
+        let err = f.write_synced(&data, 0).unwrap_err();
+        let text = err.to_string();
+        let (operation, syscall, p, _, errno) = expect_io(err);
+        assert_eq!(
+            (operation, syscall, p, errno),
+            (Operation::Write, "fdatasync", path.clone(), Some(libc::EIO))
+        );
+        assert!(text.contains(path.to_str().unwrap()), "{text}");
+        let syncs: Vec<_> = faults
+            .calls()
+            .into_iter()
+            .filter(|c| c.syscall == Syscall::Fdatasync)
+            .map(|c| c.result)
+            .collect();
+        assert_eq!(
+            syncs,
+            vec![Err(libc::EINTR), Err(libc::EINTR), Err(libc::EIO)]
+        );
+        drop(faults);
+        let fsync = inject(&path, vec![Rule::on(&[Syscall::Fsync]).fail(libc::EIO)]);
+        assert_eq!(f.sync_all().unwrap_err().errno(), Some(libc::EIO));
+        drop(fsync);
     }
 }

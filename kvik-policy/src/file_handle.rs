@@ -329,15 +329,28 @@ impl FileHandle {
     }
 
     /// `fdatasync`: written data reaches the storage.
+    ///
+    /// After a failed sync, written data may be lost even if a later sync
+    /// succeeds (the kernel can drop pages it could not write): write it
+    /// again.
     pub fn sync_data(&self) -> Result<()> {
-        self.inner.file.sync_data().map_err(|source| Error::Io {
-            operation: Operation::Write,
-            syscall: "fdatasync",
-            path: self.inner.path.clone(),
-            offset: 0,
-            errno: source.raw_os_error(),
-            source,
-        })
+        self.inner.sync(true)
+    }
+
+    /// `fsync`: written data and all of the file's metadata reach the
+    /// storage. (For a new file, its name is durable once its directory
+    /// is synced too.)
+    pub fn sync_all(&self) -> Result<()> {
+        self.inner.sync(false)
+    }
+
+    /// [`FileHandle::write_with_report`], then `fdatasync` before returning:
+    /// `Ok` means the bytes are on stable storage, not only in the page
+    /// cache. A failed sync is an `Error::Io` naming `fdatasync`.
+    pub fn write_synced<'a>(&self, buf: impl Into<Buf<'a>>, offset: u64) -> Result<Transfer> {
+        let done = self.write_with_report(buf, offset)?;
+        self.sync_data()?;
+        Ok(done)
     }
 }
 
@@ -376,6 +389,17 @@ enum TaskMemory<'a> {
 }
 
 impl Inner {
+    fn sync(&self, data_only: bool) -> Result<()> {
+        posix::sync(&self.file, data_only).map_err(|source| Error::Io {
+            operation: Operation::Write,
+            syscall: if data_only { "fdatasync" } else { "fsync" },
+            path: self.path.clone(),
+            offset: 0,
+            errno: source.raw_os_error(),
+            source,
+        })
+    }
+
     fn settings(&self) -> Result<Settings> {
         match &self.settings {
             Some(s) => Ok(s.clone()),

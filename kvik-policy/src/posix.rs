@@ -298,6 +298,8 @@ pub(crate) enum Syscall {
     /// `preadv2(RWF_NOWAIT)`: what the page cache holds, without blocking.
     PreadNowait,
     Pwrite,
+    Fdatasync,
+    Fsync,
 }
 
 /// `pread(2)` of `buf.len()` bytes at `at`.
@@ -312,6 +314,28 @@ fn pwrite(file: &File, buf: &[u8], at: u64) -> io::Result<usize> {
     seam(file, Syscall::Pwrite, at, buf.len(), |n| {
         file.write_at(&buf[..n], at)
     })
+}
+
+/// `fdatasync(2)` (`data_only`: the data and what finding it needs, such as
+/// the size) or `fsync(2)` (all metadata too). `EINTR` is retried; nothing
+/// else is: after a failed sync the kernel may have dropped the dirty pages,
+/// so a retry could report success for data that never reached the disk.
+pub(crate) fn sync(file: &File, data_only: bool) -> io::Result<()> {
+    let syscall = if data_only {
+        Syscall::Fdatasync
+    } else {
+        Syscall::Fsync
+    };
+    retry(|| {
+        seam(file, syscall, 0, 0, |_| {
+            if data_only {
+                file.sync_data().map(|()| 0)
+            } else {
+                file.sync_all().map(|()| 0)
+            }
+        })
+    })
+    .map(drop)
 }
 
 /// `preadv2(2)` with `RWF_NOWAIT`: `EAGAIN` when the data is not cached.
