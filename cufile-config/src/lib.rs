@@ -101,15 +101,11 @@ impl ParsedConfig {
         };
         let file = std::fs::File::open(path).map_err(read_error)?;
         let meta = file.metadata().map_err(read_error)?;
-        if meta.is_dir() {
-            return Err(read_error(std::io::Error::from(
-                std::io::ErrorKind::IsADirectory,
-            )));
-        }
         if meta.is_file() && meta.len() > MAX_FILE_BYTES {
             return Err(too_large(Some(meta.len())));
         }
-        // Devices and pipes have no size: read one byte past the limit.
+        // Devices and pipes have no size: read one byte past the limit. (A
+        // directory fails here, with the OS's EISDIR.)
         let mut bytes = Vec::new();
         file.take(MAX_FILE_BYTES + 1)
             .read_to_end(&mut bytes)

@@ -44,6 +44,17 @@ pub struct ConfigLocation {
 }
 
 impl ConfigLocation {
+    /// Why `path` is not read, when it is not (`exists` is false): it does
+    /// not exist, or it is not a regular file (a directory, a device).
+    pub fn why_not_read(&self) -> Option<&'static str> {
+        let path = self.path.as_ref().filter(|_| !self.exists)?;
+        Some(match std::fs::metadata(path) {
+            Err(_) => "does not exist",
+            Ok(meta) if meta.is_dir() => "is a directory, not a file",
+            Ok(_) => "is not a regular file",
+        })
+    }
+
     /// The location for this process's environment.
     pub fn from_env() -> ConfigLocation {
         Self::resolve(

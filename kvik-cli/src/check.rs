@@ -159,7 +159,11 @@ pub fn render(r: &Readiness) -> String {
             (source, Some(path)) if location.exists => {
                 format!("{} (from {source})", path.display())
             }
-            (source, Some(path)) => format!("{} (from {source}) does not exist", path.display()),
+            (source, Some(path)) => format!(
+                "{} (from {source}) {}",
+                path.display(),
+                location.why_not_read().unwrap_or("cannot be read")
+            ),
             (source, None) => format!("from {source}"),
         };
         if let Some(summary) = &r.config.summary {

@@ -250,9 +250,10 @@ impl CuFileSettings {
                 None,
                 args.registered,
                 vec![format!(
-                    "{source} names {}, which does not exist: assuming libcufile falls back to \
-                     its built-in defaults",
-                    path.display()
+                    "{source} names {}, which {}: assuming libcufile falls back to its \
+                     built-in defaults",
+                    path.display(),
+                    location.why_not_read().unwrap_or("cannot be read")
                 )],
             )),
             (source, Some(path)) => {
