@@ -7,7 +7,7 @@ use kvik_policy::{FileHandle, Size};
 
 use crate::CliError;
 use crate::error::print_json;
-use crate::transfer::{self, AtomicOutput, IoArgs, parse_positive_size};
+use crate::transfer::{self, AtomicOutput, Durability, IoArgs, parse_positive_size};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -18,6 +18,11 @@ pub struct Args {
     /// Copy at most this much at a time through one reused buffer.
     #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = parse_positive_size)]
     pub buffer: u64,
+    /// Return only when DST is durable: fsync it and its directory
+    /// (without it, the data is synced and DST renamed into place, but a
+    /// crash soon after may still find the old DST).
+    #[arg(long)]
+    pub fsync: bool,
     #[command(flatten)]
     pub io: IoArgs,
 }
@@ -40,6 +45,7 @@ struct Output<'a> {
     checksum_crc32: Option<String>,
     memory: transfer::MemoryChoice,
     settings: kvik_policy::Settings,
+    committed: transfer::Committed,
     read: Leg,
     write: Leg,
 }
@@ -64,11 +70,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     }
     let memory = transfer::choose_memory(args.io.host);
     let src = FileHandle::open_with(&args.src, "r", &settings).map_err(transfer::policy_error)?;
-    let output = AtomicOutput::new(&dst)?;
+    let mut output = AtomicOutput::new(&dst, size)?;
     let out_file = FileHandle::open_with(output.temporary(), "w", &settings)
-        .map_err(transfer::policy_error)?;
+        .map_err(|e| output.failed(transfer::policy_error(e)))?;
 
-    let mut buffer = transfer::host_buffer(size.min(args.buffer));
+    let mut buffer = transfer::host_buffer(size.min(args.buffer)).map_err(|e| output.failed(e))?;
     let bar = transfer::progress(size, "copy", args.io.json);
     let mut hasher = args.io.checksum.then(crc32fast::Hasher::new);
     let mut write_seconds = 0.0;
@@ -102,10 +108,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
                 Some(r) => r.absorb(t.report),
             }
             Ok(())
-        })?
+        })
+        .map_err(|e| output.failed(e))?
     };
     bar.finish_and_clear();
-    output.commit(&out_file)?;
+    let committed = output
+        .commit(&out_file, Durability::from_flag(args.fsync))
+        .map_err(|e| output.failed(e))?;
 
     let mut write_report = write_report.expect("written");
     write_report.path = dst.clone();
@@ -122,6 +131,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         checksum_crc32: hasher.map(|h| transfer::crc_hex(h.finalize())),
         memory,
         settings,
+        committed,
         read: leg(read.seconds, read.report),
         write: leg(write_seconds, write_report),
     };
@@ -148,6 +158,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         println!("  CRC-32       {crc}");
     }
     println!("  memory       host: {}", out.memory.reason);
+    transfer::print_durability(&out.committed);
     println!("\npath report (read)\n{}", out.read.report);
     println!("path report (write)\n{}", out.write.report);
     Ok(())

@@ -93,7 +93,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
 
     // 1. Create the file (through the stack, as the tutorial does).
     let writer = FileHandle::open(&path, "w").map_err(transfer::policy_error)?;
-    let mut window = transfer::host_buffer(args.size.min(WRITE_WINDOW));
+    let mut window = transfer::host_buffer(args.size.min(WRITE_WINDOW))?;
     let bar = transfer::progress(args.size, "creating", args.json);
     let written = write::write_pattern(&writer, args.size, Pattern::Random, 0, &mut window, &bar)?;
     bar.finish_and_clear();
@@ -104,7 +104,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     // 2. Read it back with the best path available.
     let resident = transfer::page_cache_residency(&path, 0, args.size);
     let reader = FileHandle::open(&path, "r").map_err(transfer::policy_error)?;
-    let mut buffer = transfer::host_buffer(args.size.min(transfer::DEFAULT_WINDOW));
+    let mut buffer = transfer::host_buffer(args.size.min(transfer::DEFAULT_WINDOW))?;
     let bar = transfer::progress(args.size, "reading", args.json);
     let mut hasher = crc32fast::Hasher::new();
     let read = transfer::read_windows(&reader, 0, args.size, &mut buffer, &bar, |bytes, _| {

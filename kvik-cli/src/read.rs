@@ -51,7 +51,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let file = FileHandle::open_with(&args.file, "r", &settings).map_err(transfer::policy_error)?;
     let resident = transfer::page_cache_residency(&args.file, args.offset, size);
 
-    let mut buffer = transfer::host_buffer(size.min(args.buffer));
+    let mut buffer = transfer::host_buffer(size.min(args.buffer))?;
     let bar = transfer::progress(size, "read", args.io.json);
     let mut hasher = args.io.checksum.then(crc32fast::Hasher::new);
     let result =

@@ -195,11 +195,47 @@ pub fn rate(bytes: u64, seconds: f64) -> String {
 }
 
 /// A page-aligned host buffer of `len` bytes, faulted in before any clock
-/// starts (page faults are the allocation's cost, not the read's).
-pub fn host_buffer(len: u64) -> AlignedBuffer {
-    let mut buffer = AlignedBuffer::new(len as usize);
+/// starts (page faults are the allocation's cost, not the read's). More
+/// than the system will give (`--buffer 1TiB`) is an error, not a crash.
+pub fn host_buffer(len: u64) -> Result<AlignedBuffer, CliError> {
+    let mut buffer = usize::try_from(len)
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::ENOMEM))
+        .and_then(AlignedBuffer::try_new)
+        .map_err(|e| {
+            CliError::Failed(format!(
+                "cannot allocate a {} buffer: {e} (use a smaller --buffer)",
+                kvik_policy::Size(len)
+            ))
+        })?;
     buffer.prefault();
-    buffer
+    Ok(buffer)
+}
+
+/// Refuse early a write of `bytes` that cannot fit: `statvfs` of the
+/// directory says fewer blocks are free (to anyone, root included) than the
+/// file needs. Writing until ENOSPC would fill the filesystem for everyone
+/// else first. Where `statvfs` fails, the write itself finds out.
+pub fn ensure_space(dir: &Path, bytes: u64, destination: &Path) -> Result<(), CliError> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let Ok(c_dir) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return Ok(());
+    };
+    // SAFETY: an all-zero statvfs is valid; statvfs fills it.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a statvfs we own.
+    if unsafe { libc::statvfs(c_dir.as_ptr(), &mut st) } != 0 {
+        return Ok(());
+    }
+    let free = (st.f_bfree as u64).saturating_mul(st.f_frsize as u64);
+    if bytes > free {
+        return Err(CliError::Failed(format!(
+            "{} needs {} but its filesystem has {} free",
+            destination.display(),
+            kvik_policy::Size(bytes),
+            approximate(free)
+        )));
+    }
+    Ok(())
 }
 
 /// A range read through the stack, window by window.
@@ -261,23 +297,61 @@ pub fn read_windows(
 }
 
 /// An output file written under a temporary name in the same directory and
-/// renamed into place only when complete: a failed command leaves nothing.
+/// renamed into place only when complete: a failed command leaves nothing,
+/// and an old file of that name stays as it was until the new one is whole.
+///
+/// The data is always synced (`fdatasync`) before the rename, so that even
+/// a crash right after it finds the old file or the whole new one, never a
+/// half-written one. `--fsync` ([`Durability::Fsync`]) also makes the new
+/// file durable before the command returns: `fsync` of the file, then of
+/// its directory after the rename.
 #[derive(Debug)]
 pub struct AtomicOutput {
     temporary: PathBuf,
     destination: PathBuf,
+    /// Whether a file of that name existed when we started.
+    replaces: bool,
     committed: bool,
 }
 
+/// How far [`AtomicOutput::commit`] goes before returning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// Data synced, then renamed: atomic, but a crash soon after the
+    /// command may still find the old file.
+    Atomic,
+    /// File and directory synced: the new file survives a crash once the
+    /// command has returned.
+    Fsync,
+}
+
+impl Durability {
+    pub fn from_flag(fsync: bool) -> Durability {
+        if fsync {
+            Durability::Fsync
+        } else {
+            Durability::Atomic
+        }
+    }
+}
+
+/// What a commit did, for the report.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Committed {
+    pub durability: Durability,
+    /// Seconds spent in the syncs.
+    pub sync_seconds: f64,
+}
+
 impl AtomicOutput {
-    pub fn new(destination: &Path) -> Result<AtomicOutput, CliError> {
+    /// A new output of `bytes` bytes at `destination` (refused when its
+    /// filesystem cannot hold them).
+    pub fn new(destination: &Path, bytes: u64) -> Result<AtomicOutput, CliError> {
         let name = destination.file_name().ok_or_else(|| {
             CliError::Usage(format!("{} does not name a file", destination.display()))
         })?;
-        let dir = match destination.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+        let dir = parent_dir(destination);
         if !dir.is_dir() {
             return Err(CliError::Usage(format!(
                 "directory {} does not exist (for {})",
@@ -294,11 +368,14 @@ impl AtomicOutput {
         let mut temporary_name = std::ffi::OsString::from(".");
         temporary_name.push(name);
         temporary_name.push(format!(".kvik-{}.tmp", std::process::id()));
-        Ok(AtomicOutput {
+        let output = AtomicOutput {
             temporary: dir.join(temporary_name),
             destination: destination.to_path_buf(),
+            replaces: destination.exists(),
             committed: false,
-        })
+        };
+        ensure_space(&dir, bytes, destination).map_err(|e| output.failed(e))?;
+        Ok(output)
     }
 
     /// Where to write until [`AtomicOutput::commit`].
@@ -306,9 +383,37 @@ impl AtomicOutput {
         &self.temporary
     }
 
-    /// Flush the data to storage and move the file into place.
-    pub fn commit(mut self, file: &FileHandle) -> Result<(), CliError> {
-        file.sync_data().map_err(policy_error)?;
+    /// `e`, with what it means for the destination: until the commit, the
+    /// old file is untouched (or there is still none).
+    pub fn failed(&self, e: CliError) -> CliError {
+        if self.committed {
+            return e;
+        }
+        let note = if self.replaces {
+            format!("{} is unchanged", self.destination.display())
+        } else {
+            format!("{} was not created", self.destination.display())
+        };
+        match e {
+            CliError::Usage(m) => CliError::Usage(format!("{m} ({note})")),
+            CliError::Failed(m) => CliError::Failed(format!("{m} ({note})")),
+        }
+    }
+
+    /// Sync the data and move the file into place (and with
+    /// [`Durability::Fsync`], make that durable).
+    pub fn commit(
+        &mut self,
+        file: &FileHandle,
+        durability: Durability,
+    ) -> Result<Committed, CliError> {
+        let start = Instant::now();
+        match durability {
+            Durability::Atomic => file.sync_data(),
+            Durability::Fsync => file.sync_all(),
+        }
+        .map_err(policy_error)?;
+        let mut sync_seconds = start.elapsed().as_secs_f64();
         std::fs::rename(&self.temporary, &self.destination).map_err(|e| {
             CliError::Failed(format!(
                 "cannot rename {} to {}: {e}",
@@ -317,7 +422,64 @@ impl AtomicOutput {
             ))
         })?;
         self.committed = true;
-        Ok(())
+        if durability == Durability::Fsync {
+            let start = Instant::now();
+            let dir = parent_dir(&self.destination);
+            std::fs::File::open(&dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| {
+                    CliError::Failed(format!(
+                        "{} is complete, but syncing its directory {} failed: {e} (the rename \
+                         may not survive a crash)",
+                        self.destination.display(),
+                        dir.display()
+                    ))
+                })?;
+            sync_seconds += start.elapsed().as_secs_f64();
+        }
+        Ok(Committed {
+            durability,
+            sync_seconds,
+        })
+    }
+}
+
+/// The readable report's line on durability.
+pub fn print_durability(committed: &Committed) {
+    match committed.durability {
+        Durability::Fsync => println!(
+            "  durable      yes: file and directory synced ({:.4} s)",
+            committed.sync_seconds
+        ),
+        Durability::Atomic => println!(
+            "  durable      data synced, then renamed into place ({:.4} s; --fsync to wait \
+             for the rename too)",
+            committed.sync_seconds
+        ),
+    }
+}
+
+/// `221.9 GiB`: a size for a message, rounded.
+fn approximate(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} bytes")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// The directory a path's file is in (`.` for a bare name).
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
     }
 }
 

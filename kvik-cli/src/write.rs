@@ -9,7 +9,7 @@ use kvik_policy::{FileHandle, Size};
 
 use crate::CliError;
 use crate::error::print_json;
-use crate::transfer::{self, AtomicOutput, IoArgs, parse_positive_size};
+use crate::transfer::{self, AtomicOutput, Durability, IoArgs, parse_positive_size};
 
 /// What to fill the file with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -35,6 +35,11 @@ pub struct Args {
     /// Write at most this much at a time from one reused buffer.
     #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_positive_size)]
     pub buffer: u64,
+    /// Return only when the file is durable: fsync it and its directory
+    /// (without it, the data is synced and the file renamed into place, but
+    /// a crash soon after may still find the old file).
+    #[arg(long)]
+    pub fsync: bool,
     #[command(flatten)]
     pub io: IoArgs,
 }
@@ -50,6 +55,7 @@ struct Output<'a> {
     checksum_crc32: Option<String>,
     memory: transfer::MemoryChoice,
     settings: kvik_policy::Settings,
+    committed: transfer::Committed,
     report: kvik_policy::PathReport,
 }
 
@@ -133,16 +139,19 @@ fn splitmix64(x: u64) -> u64 {
 pub fn run(args: &Args) -> Result<(), CliError> {
     let settings = args.io.settings()?;
     let memory = transfer::choose_memory(args.io.host);
-    let output = AtomicOutput::new(&args.file)?;
+    let mut output = AtomicOutput::new(&args.file, args.size)?;
     let file = FileHandle::open_with(output.temporary(), "w", &settings)
-        .map_err(transfer::policy_error)?;
+        .map_err(|e| output.failed(transfer::policy_error(e)))?;
     // Windows are whole words so each starts the pattern on a word.
     let window = args.size.min(args.buffer.next_multiple_of(8));
-    let mut buffer = transfer::host_buffer(window);
+    let mut buffer = transfer::host_buffer(window).map_err(|e| output.failed(e))?;
     let bar = transfer::progress(args.size, "write", args.io.json);
-    let written = write_pattern(&file, args.size, args.pattern, args.seed, &mut buffer, &bar)?;
+    let written = write_pattern(&file, args.size, args.pattern, args.seed, &mut buffer, &bar)
+        .map_err(|e| output.failed(e))?;
     bar.finish_and_clear();
-    output.commit(&file)?;
+    let committed = output
+        .commit(&file, Durability::from_flag(args.fsync))
+        .map_err(|e| output.failed(e))?;
 
     let mut report = written.report;
     report.path = args.file.clone();
@@ -155,6 +164,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         checksum_crc32: args.io.checksum.then(|| transfer::crc_hex(written.crc32)),
         memory,
         settings,
+        committed,
         report,
     };
     if args.io.json {
@@ -176,6 +186,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         println!("  CRC-32       {crc}");
     }
     println!("  memory       host: {}", out.memory.reason);
+    transfer::print_durability(&out.committed);
     println!("\npath report\n{}", out.report);
     Ok(())
 }
