@@ -137,15 +137,27 @@ impl Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A value the user gave, quoted for an error message: whole when short;
-/// when long (a variable holding a file's worth of junk), its start and its
-/// length, so that the message stays readable.
+/// when long (a variable holding a file's worth of junk, or control
+/// characters that quote as `\u{7f}` each), its start and its length, so
+/// that the message stays readable: at most about 80 characters.
 pub(crate) fn quote_value(value: &str) -> String {
-    const SHOWN: usize = 60;
-    if value.chars().count() <= SHOWN + 20 {
-        return format!("{value:?}");
+    const MAX: usize = 80;
+    let quoted = format!("{value:?}");
+    if quoted.chars().count() <= MAX {
+        return quoted;
     }
-    let start: String = value.chars().take(SHOWN).collect();
-    format!("{start:?}… ({} bytes)", value.len())
+    let mut start = String::from("\"");
+    for c in value.chars() {
+        let escaped: String = match c {
+            '\'' => "'".into(),
+            c => c.escape_debug().collect(),
+        };
+        if start.chars().count() + escaped.chars().count() > MAX - 20 {
+            break;
+        }
+        start.push_str(&escaped);
+    }
+    format!("{start}\"… ({} bytes)", value.len())
 }
 
 #[cfg(test)]
@@ -156,7 +168,17 @@ mod tests {
     fn long_values_are_quoted_by_their_start_and_length() {
         assert_eq!(quote_value("4x"), "\"4x\"");
         let long = "7".repeat(1 << 20);
-        let quoted = quote_value(&long);
-        assert_eq!(quoted, format!("{:?}… (1048576 bytes)", "7".repeat(60)));
+        assert_eq!(
+            quote_value(&long),
+            format!("\"{}\"… (1048576 bytes)", "7".repeat(59))
+        );
+        // Escapes count: 66 control characters quote as 396 characters.
+        let controls = format!("11{}.1", "\u{7f}".repeat(66));
+        let quoted = quote_value(&controls);
+        assert!(quoted.starts_with("\"11\\u{7f}"), "{quoted}");
+        assert!(quoted.ends_with("… (70 bytes)"), "{quoted}");
+        assert!(quoted.chars().count() <= 80, "{quoted}");
+        // Short values keep std's quoting exactly, quotes and all.
+        assert_eq!(quote_value("it's \"x\""), "\"it's \\\"x\\\"\"");
     }
 }
