@@ -74,23 +74,37 @@ fn names(dir: &Path) -> Vec<String> {
     names
 }
 
-/// Let `cmd`'s files grow to `limit` bytes only (writes past it fail with
-/// EFBIG instead of a signal).
-fn file_size_limit(cmd: &mut Command, limit: u64) -> &mut Command {
+/// Set `resource` (an `RLIMIT_*`) to `limit` for `cmd`, and ignore
+/// `SIGXFSZ` so that a write past `RLIMIT_FSIZE` fails with EFBIG instead
+/// of killing it.
+fn with_rlimit(cmd: &mut Command, resource: libc::__rlimit_resource_t, limit: u64) -> &mut Command {
     // SAFETY: async-signal-safe calls only, between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
             libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
             let rlimit = libc::rlimit {
                 rlim_cur: limit,
-                rlim_max: libc::RLIM_INFINITY,
+                rlim_max: limit,
             };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit) != 0 {
+            if libc::setrlimit(resource, &rlimit) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
         })
     }
+}
+
+/// Let `cmd`'s files grow to `limit` bytes only.
+fn file_size_limit(cmd: &mut Command, limit: u64) -> &mut Command {
+    with_rlimit(cmd, libc::RLIMIT_FSIZE, limit)
+}
+
+/// Let `cmd` have at most `limit` bytes of address space: an allocation
+/// past it fails, so finishing under the limit proves the memory it used
+/// was bounded. (A peak-RSS measurement from `wait4` would include the test
+/// process's own memory, shared with the child between fork and exec.)
+fn address_space_limit(cmd: &mut Command, limit: u64) -> &mut Command {
+    with_rlimit(cmd, libc::RLIMIT_AS, limit)
 }
 
 #[test]
@@ -440,27 +454,6 @@ fn junk_in_cufile_variables_is_diagnosed_never_fatal() {
         .unwrap();
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(all.contains("CUFILE_LOGGING_LEVEL"), "{all}");
-}
-
-/// Let `cmd` have at most `limit` bytes of address space: an allocation
-/// past it fails (and the process aborts), so finishing under the limit
-/// proves the memory it used was bounded. (A peak-RSS measurement from
-/// `wait4` would include the test process's own memory, shared with the
-/// child between fork and exec.)
-fn address_space_limit(cmd: &mut Command, limit: u64) -> &mut Command {
-    // SAFETY: async-signal-safe calls only, between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            let rlimit = libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &rlimit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    }
 }
 
 #[test]

@@ -24,6 +24,11 @@ use std::sync::{Arc, Mutex};
 
 use crate::posix::Syscall;
 
+// The integration tests' helpers (settings, random bytes, skip, …), for the
+// tests below.
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 /// What a rule does to a call it matches.
 #[derive(Clone)]
 pub(crate) enum Action {
@@ -272,34 +277,13 @@ mod tests {
     use std::path::PathBuf;
     use std::time::Duration;
 
+    use super::common::{io_error_parts, random_bytes as bytes, settings, skip};
     use super::*;
     use crate::path_report::Operation;
-    use crate::{CompatMode, Error, FileHandle, Settings};
+    use crate::{Error, FileHandle};
 
     const READS: &[Syscall] = &[Syscall::Pread, Syscall::PreadNowait];
     const WRITES: &[Syscall] = &[Syscall::Pwrite];
-
-    fn settings(threads: usize, task_size: u64) -> Settings {
-        let mut s = Settings::default();
-        s.set_compat_mode(CompatMode::On)
-            .set_auto_direct_io_read(false)
-            .set_auto_direct_io_write(false);
-        s.set_num_threads(threads).unwrap();
-        s.set_task_size(task_size).unwrap();
-        s
-    }
-
-    fn bytes(len: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    }
 
     /// A file holding `data`, in a directory that lives as long as the guard.
     fn file_with(data: &[u8]) -> (tempfile::TempDir, PathBuf) {
@@ -307,20 +291,6 @@ mod tests {
         let path = dir.path().join("data");
         std::fs::write(&path, data).unwrap();
         (dir, path)
-    }
-
-    fn expect_io(err: Error) -> (Operation, &'static str, PathBuf, u64, Option<i32>) {
-        match err {
-            Error::Io {
-                operation,
-                syscall,
-                path,
-                offset,
-                errno,
-                ..
-            } => (operation, syscall, path, offset, errno),
-            other => panic!("expected Error::Io, got {other:?}"),
-        }
     }
 
     #[test]
@@ -397,11 +367,11 @@ mod tests {
         let err = f.read(&mut buf, 0).unwrap_err();
         let text = err.to_string();
         assert_eq!(
-            expect_io(err),
+            io_error_parts(&err),
             (
                 Operation::Read,
                 "pread",
-                path.clone(),
+                path.as_path(),
                 20_000,
                 Some(libc::EIO)
             )
@@ -436,11 +406,11 @@ mod tests {
         let f = FileHandle::open_with(&path, "w", &settings(4, 4096)).unwrap();
         let err = f.write(&data, 0).unwrap_err();
         assert_eq!(
-            expect_io(err),
+            io_error_parts(&err),
             (
                 Operation::Write,
                 "pwrite",
-                path.clone(),
+                path.as_path(),
                 bad,
                 Some(libc::ENOSPC)
             )
@@ -510,7 +480,7 @@ mod tests {
         let f = FileHandle::open_with(&path, "w", &settings(2, 4096)).unwrap();
         let err = f.write(&[9u8; 10_000][..], 0).unwrap_err();
         let text = err.to_string();
-        let (operation, syscall, _, offset, errno) = expect_io(err);
+        let (operation, syscall, _, offset, errno) = io_error_parts(&err);
         assert_eq!(
             (operation, syscall, offset, errno),
             (Operation::Write, "pwrite", 5000, None)
@@ -580,14 +550,8 @@ mod tests {
         let mut probe = crate::AlignedBuffer::new(4096);
         let first = f.read_with_report(&mut probe[..], 0).unwrap();
         if first.report.kvik.direct_io.bytes == 0 {
-            let _ = std::io::Write::write_fmt(
-                &mut std::io::stderr(),
-                format_args!(
-                    "skipped: o_direct_refused_mid_task: O_DIRECT does not work in {}\n",
-                    dir.path().display()
-                ),
-            );
-            return;
+            let why = format!("O_DIRECT does not work in {}", dir.path().display());
+            return skip("o_direct_refused_mid_task", &why);
         }
         let faults = inject(
             &path,
@@ -684,10 +648,15 @@ mod tests {
         );
         let err = f.write_synced(&data, 0).unwrap_err();
         let text = err.to_string();
-        let (operation, syscall, p, _, errno) = expect_io(err);
+        let (operation, syscall, p, _, errno) = io_error_parts(&err);
         assert_eq!(
             (operation, syscall, p, errno),
-            (Operation::Write, "fdatasync", path.clone(), Some(libc::EIO))
+            (
+                Operation::Write,
+                "fdatasync",
+                path.as_path(),
+                Some(libc::EIO)
+            )
         );
         assert!(text.contains(path.to_str().unwrap()), "{text}");
         let syncs: Vec<_> = faults

@@ -25,6 +25,10 @@ mod compat;
 mod error;
 #[cfg(test)]
 mod fault;
+// The crate's own tests share `tests/common` with the integration tests,
+// which name the crate `kvik_policy`.
+#[cfg(test)]
+extern crate self as kvik_policy;
 mod file_handle;
 pub mod gpu;
 pub mod path_report;

@@ -12,6 +12,27 @@ use common::{random_bytes, settings, within_a_minute};
 use kvik_policy::{FileHandle, thread_pool};
 use rayon::prelude::*;
 
+/// Run `work(i)` on `threads` threads at once (started together); fail
+/// instead of hanging if they take more than a minute.
+fn on_threads(what: &str, threads: usize, work: impl Fn(usize) + Send + Sync + 'static) {
+    let work = Arc::new(work);
+    within_a_minute(what, move || {
+        let start = Arc::new(Barrier::new(threads));
+        let workers: Vec<_> = (0..threads)
+            .map(|i| {
+                let (work, start) = (work.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    work(i);
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+    });
+}
+
 /// The sequential reference: one thread, one task, plain std I/O.
 fn reference(path: &std::path::Path) -> Vec<u8> {
     std::fs::read(path).unwrap()
@@ -25,35 +46,21 @@ fn threads_write_and_read_disjoint_ranges_of_one_file() {
     const RANGE: usize = 300_007; // odd: ranges straddle tasks and pages
     let data = Arc::new(random_bytes(THREADS * RANGE, 1));
     let f = FileHandle::open_with(&path, "w+", &settings(4, 64 << 10)).unwrap();
-    let f2 = f.clone();
-    let data2 = data.clone();
-    within_a_minute("disjoint writes", move || {
-        let start = Arc::new(Barrier::new(THREADS));
-        let workers: Vec<_> = (0..THREADS)
-            .map(|i| {
-                let (f, data, start) = (f2.clone(), data2.clone(), start.clone());
-                std::thread::spawn(move || {
-                    let range = &data[i * RANGE..(i + 1) * RANGE];
-                    let at = (i * RANGE) as u64;
-                    start.wait();
-                    // Blocking and background requests, in pieces of odd
-                    // sizes, in reverse order within the range.
-                    let pieces = [0, 1, 4097, 100_000, 250_000, RANGE];
-                    for w in pieces.windows(2).rev() {
-                        let piece = &range[w[0]..w[1]];
-                        if w[0] % 2 == 0 {
-                            assert_eq!(f.write(piece, at + w[0] as u64).unwrap(), piece.len());
-                        } else {
-                            let (_, done) =
-                                f.pwrite(piece.to_vec(), at + w[0] as u64).wait().unwrap();
-                            assert_eq!(done.bytes, piece.len());
-                        }
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            w.join().unwrap();
+    let (f2, data2) = (f.clone(), data.clone());
+    on_threads("disjoint writes", THREADS, move |i| {
+        let range = &data2[i * RANGE..(i + 1) * RANGE];
+        let at = (i * RANGE) as u64;
+        // Blocking and background requests, in pieces of odd sizes, in
+        // reverse order within the range.
+        let pieces = [0, 1, 4097, 100_000, 250_000, RANGE];
+        for w in pieces.windows(2).rev() {
+            let (piece, offset) = (&range[w[0]..w[1]], at + w[0] as u64);
+            let written = if w[0] % 2 == 0 {
+                f2.write(piece, offset).unwrap()
+            } else {
+                f2.pwrite(piece.to_vec(), offset).wait().unwrap().1.bytes
+            };
+            assert_eq!(written, piece.len());
         }
     });
     assert!(
@@ -64,34 +71,21 @@ fn threads_write_and_read_disjoint_ranges_of_one_file() {
 
     // Readers of every range, racing writers that rewrite the same bytes in
     // other ranges: every read equals the reference.
-    let f2 = f.clone();
-    let data2 = data.clone();
-    within_a_minute("disjoint reads and writes", move || {
-        let start = Arc::new(Barrier::new(THREADS));
-        let workers: Vec<_> = (0..THREADS)
-            .map(|i| {
-                let (f, data, start) = (f2.clone(), data2.clone(), start.clone());
-                std::thread::spawn(move || {
-                    let range = &data[i * RANGE..(i + 1) * RANGE];
-                    let at = (i * RANGE) as u64;
-                    start.wait();
-                    for round in 0..4 {
-                        if (i + round) % 3 == 0 {
-                            f.write(range, at).unwrap();
-                        } else if round % 2 == 0 {
-                            let mut buf = vec![0u8; RANGE];
-                            f.read_exact(&mut buf, at).unwrap();
-                            assert!(buf[..] == range[..], "range {i} round {round}");
-                        } else {
-                            let (buf, _) = f.pread(vec![0u8; RANGE], at).wait_exact().unwrap();
-                            assert!(buf[..] == range[..], "range {i} round {round}");
-                        }
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            w.join().unwrap();
+    let (f2, data2) = (f.clone(), data.clone());
+    on_threads("disjoint reads and writes", THREADS, move |i| {
+        let range = &data2[i * RANGE..(i + 1) * RANGE];
+        let at = (i * RANGE) as u64;
+        for round in 0..4 {
+            if (i + round) % 3 == 0 {
+                f2.write(range, at).unwrap();
+            } else if round % 2 == 0 {
+                let mut buf = vec![0u8; RANGE];
+                f2.read_exact(&mut buf, at).unwrap();
+                assert!(buf[..] == range[..], "range {i} round {round}");
+            } else {
+                let (buf, _) = f2.pread(vec![0u8; RANGE], at).wait_exact().unwrap();
+                assert!(buf[..] == range[..], "range {i} round {round}");
+            }
         }
     });
     assert!(reference(&path) == *data);

@@ -11,11 +11,11 @@ mod common;
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use common::{direct_io_works, random_bytes, settings, skip};
+use common::{direct_io_works, io_error_parts, random_bytes, settings, skip};
 use kvik_policy::{AlignedBuffer, Error, FileHandle, Operation};
 
 /// A tmpfs of `size` bytes mounted (by this test, as root) on a fresh
@@ -64,20 +64,6 @@ impl Drop for SmallFs {
     }
 }
 
-fn io_parts(err: &Error) -> (Operation, &'static str, &Path, u64, Option<i32>) {
-    match err {
-        Error::Io {
-            operation,
-            syscall,
-            path,
-            offset,
-            errno,
-            ..
-        } => (*operation, syscall, path, *offset, *errno),
-        other => panic!("expected Error::Io, got {other:?}"),
-    }
-}
-
 #[test]
 fn a_full_filesystem_fails_the_write_with_enospc_and_the_handle_recovers() {
     let fs = match SmallFs::mount(1 << 20) {
@@ -92,7 +78,7 @@ fn a_full_filesystem_fails_the_write_with_enospc_and_the_handle_recovers() {
             "write" => f.write(&data, 0).unwrap_err(),
             _ => f.pwrite(data.clone(), 0).wait().unwrap_err(),
         };
-        let (operation, syscall, p, offset, errno) = io_parts(&err);
+        let (operation, syscall, p, offset, errno) = io_error_parts(&err);
         assert_eq!(
             (operation, syscall, p, errno),
             (
@@ -311,7 +297,7 @@ fn offsets_at_the_edge_of_off_t() {
             assert_eq!(&z, b"z");
         }
         Err(err) => {
-            let (operation, syscall, p, offset, errno) = io_parts(&err);
+            let (operation, syscall, p, offset, errno) = io_error_parts(&err);
             assert_eq!(
                 (operation, syscall, p, offset),
                 (Operation::Write, "pwrite", path.as_path(), last)

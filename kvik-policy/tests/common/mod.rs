@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use kvik_policy::{CompatMode, Settings};
+use kvik_policy::{CompatMode, Error, Operation, Settings};
 
 /// Settings for tests: compat ON (no readiness check), the given split,
 /// O_DIRECT off unless asked.
@@ -64,4 +64,20 @@ pub fn within_a_minute<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Se
     });
     rx.recv_timeout(Duration::from_secs(60))
         .unwrap_or_else(|_| panic!("{what}: no answer within a minute (deadlock?)"))
+}
+
+/// The parts of an `Error::Io` (panics on any other error): operation,
+/// system call, path, offset, errno.
+pub fn io_error_parts(err: &Error) -> (Operation, &'static str, &Path, u64, Option<i32>) {
+    match err {
+        Error::Io {
+            operation,
+            syscall,
+            path,
+            offset,
+            errno,
+            ..
+        } => (*operation, syscall, path, *offset, *errno),
+        other => panic!("expected Error::Io, got {other:?}"),
+    }
 }
