@@ -54,7 +54,8 @@ fuzz_target!(|data: &[u8]| {
                 assert!(vars.iter().any(|(n, _)| *n == p.variable), "{p}");
                 let message = p.to_string();
                 assert!(message.starts_with(p.variable), "{message}");
-                assert!(message.len() < 600, "{} bytes", message.len());
+                let length = message.chars().count();
+                assert!(length < 300, "{length} characters");
             }
         }
         Err(other) => panic!("from_vars reports only the environment: {other}"),
