@@ -223,7 +223,9 @@ pub fn ensure_space(dir: &Path, bytes: u64, destination: &Path) -> Result<(), Cl
     // SAFETY: an all-zero statvfs is valid; statvfs fills it.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: a NUL-terminated path and a statvfs we own.
-    if unsafe { libc::statvfs(c_dir.as_ptr(), &mut st) } != 0 {
+    // Filesystems that report no size at all (some FUSE and network ones)
+    // are not judged.
+    if unsafe { libc::statvfs(c_dir.as_ptr(), &mut st) } != 0 || st.f_blocks == 0 {
         return Ok(());
     }
     let free = (st.f_bfree as u64).saturating_mul(st.f_frsize as u64);
