@@ -222,9 +222,9 @@ pub fn ensure_space(dir: &Path, bytes: u64, destination: &Path) -> Result<(), Cl
     };
     // SAFETY: an all-zero statvfs is valid; statvfs fills it.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a NUL-terminated path and a statvfs we own.
     // Filesystems that report no size at all (some FUSE and network ones)
     // are not judged.
+    // SAFETY: a NUL-terminated path and a statvfs we own.
     if unsafe { libc::statvfs(c_dir.as_ptr(), &mut st) } != 0 || st.f_blocks == 0 {
         return Ok(());
     }
