@@ -31,7 +31,7 @@ struct Shared<B> {
 
 enum State<B> {
     Running(Option<Waker>),
-    Finished(Result<(B, Transfer)>),
+    Finished(Box<Result<(B, Transfer)>>),
     Taken,
 }
 
@@ -58,7 +58,7 @@ impl<B: Send + 'static> PendingIo<B> {
             let result = job();
             let waker = {
                 let mut state = done.lock();
-                let previous = std::mem::replace(&mut *state, State::Finished(result));
+                let previous = std::mem::replace(&mut *state, State::Finished(Box::new(result)));
                 match previous {
                     State::Running(waker) => waker,
                     _ => None,
@@ -79,7 +79,7 @@ impl<B: Send + 'static> PendingIo<B> {
     pub(crate) fn ready(result: Result<(B, Transfer)>) -> PendingIo<B> {
         PendingIo {
             shared: Arc::new(Shared {
-                state: Mutex::new(State::Finished(result)),
+                state: Mutex::new(State::Finished(Box::new(result))),
                 finished: Condvar::new(),
             }),
             pool: None,
@@ -165,7 +165,7 @@ fn take_finished<B>(state: &mut State<B>) -> Option<Result<(B, Transfer)>> {
     match state {
         State::Running(_) => None,
         State::Finished(_) => match std::mem::replace(state, State::Taken) {
-            State::Finished(result) => Some(result),
+            State::Finished(result) => Some(*result),
             _ => unreachable!(),
         },
         State::Taken => panic!("the result of this PendingIo was already taken"),
