@@ -119,6 +119,8 @@ pub(crate) fn read(
     let memory = buf.as_ptr();
     let len = buf.len();
     let mut cache_missed = false;
+    // The file's size when the task started, read on first need (see Direct below).
+    let mut file_len: Option<u64> = None;
     run(
         fds,
         Operation::Read,
@@ -150,8 +152,20 @@ pub(crate) fn read(
                         retry(|| fds.buffered.read_at(&mut rest[..n], at))
                     }
                 },
-                Step::Direct(d, n) => retry(|| d.read_at(&mut rest[..n], at)),
-                Step::Bounced(d, n) => {
+                // O_DIRECT moves whole blocks: a read that crosses the end of
+                // the file may write zeros past the count it returns, into
+                // the caller's memory. Only ranges inside the file go
+                // straight to the caller; the last pages go through the
+                // bounce buffer, which copies exactly what was read.
+                Step::Direct(d, n)
+                    if at + n as u64
+                        <= *file_len.get_or_insert_with(|| {
+                            fds.buffered.metadata().map(|m| m.len()).unwrap_or(0)
+                        }) =>
+                {
+                    retry(|| d.read_at(&mut rest[..n], at))
+                }
+                Step::Direct(d, n) | Step::Bounced(d, n) => {
                     let b = bounce.get_or_insert_with(|| BounceBuffer::get(bounce_len(fds)));
                     let n = n.min(b.len());
                     let got = retry(|| d.read_at(&mut b[..n], at))?;
