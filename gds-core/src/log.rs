@@ -57,11 +57,11 @@ fn configure(lib: &CuFileLibrary) -> LogLocation {
             path: PathBuf::from(path),
         };
     }
-    if let Some(dir) = get_string(lib, StringParam::CUFILE_PARAM_LOG_DIR).filter(|d| !d.is_empty())
-    {
-        return LogLocation::ConfigDir {
-            dir: PathBuf::from(dir),
-        };
+    // logging.dir is read from the file itself, not through
+    // cuFileGetParameterString: the first parameter call initialises cuFile's
+    // logger, after which the log path can no longer be changed.
+    if let Some(dir) = config_log_dir() {
+        return LogLocation::ConfigDir { dir };
     }
     let cwd_default = || LogLocation::WorkingDirectory {
         path: std::env::current_dir()
@@ -78,6 +78,17 @@ fn configure(lib: &CuFileLibrary) -> LogLocation {
     }
 }
 
+/// `logging.dir` of the cufile.json cuFile reads here, if it sets one.
+fn config_log_dir() -> Option<PathBuf> {
+    let location = cufile_config::ConfigLocation::from_env();
+    let path = location.path.filter(|_| location.exists)?;
+    let parsed =
+        cufile_config::ParsedConfig::read(&path, &cufile_config::ValidateOptions::default())
+            .ok()?;
+    let dir = parsed.config.logging?.dir?;
+    (!dir.is_empty()).then(|| PathBuf::from(dir))
+}
+
 /// `$XDG_RUNTIME_DIR/kvik/cufile-<pid>.log`, else `/tmp/kvik-<uid>/cufile-<pid>.log`.
 fn per_process_log_path() -> Option<PathBuf> {
     // SAFETY: getuid has no preconditions.
@@ -88,22 +99,6 @@ fn per_process_log_path() -> Option<PathBuf> {
         .unwrap_or_else(|| std::env::temp_dir().join(format!("kvik-{uid}")));
     std::fs::create_dir_all(&dir).ok()?;
     Some(dir.join(format!("cufile-{}.log", std::process::id())))
-}
-
-fn get_string(lib: &CuFileLibrary, param: StringParam) -> Option<String> {
-    let get = cufile_sys::cufile_fn!(lib, cuFileGetParameterString).ok()?;
-    let mut buf = [0 as std::ffi::c_char; 4096];
-    // SAFETY: writes at most `len` bytes including the NUL into `buf`.
-    let status = unsafe { get(param, buf.as_mut_ptr(), buf.len() as i32) };
-    if !status.is_success() {
-        return None;
-    }
-    // SAFETY: the library NUL-terminated the string within the buffer.
-    Some(
-        unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
-            .to_string_lossy()
-            .into_owned(),
-    )
 }
 
 fn set_string(lib: &CuFileLibrary, param: StringParam, path: &Path) -> bool {

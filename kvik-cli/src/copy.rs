@@ -69,6 +69,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         .map_err(transfer::policy_error)?;
 
     let mut buffer = transfer::WindowBuffer::new(&memory, size.min(args.buffer))?;
+    buffer.prepare(&src)?;
+    buffer.prepare(&out_file)?;
     let bar = transfer::progress(size, "copy", args.io.json);
     let mut hasher = args.io.checksum.then(crc32fast::Hasher::new);
     let mut write_seconds = 0.0;

@@ -122,6 +122,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let resident = transfer::page_cache_residency(&path, 0, args.size);
     let reader = FileHandle::open_with(&path, "r", &settings).map_err(transfer::policy_error)?;
     let mut buffer = transfer::WindowBuffer::new(&memory, args.size.min(transfer::DEFAULT_WINDOW))?;
+    buffer.prepare(&reader)?;
     let bar = transfer::progress(args.size, "reading", args.json);
     let mut hasher = crc32fast::Hasher::new();
     let read = transfer::read_windows(&reader, 0, args.size, &mut buffer, &bar, |window, n, _| {
@@ -178,8 +179,9 @@ fn render(o: &Output<'_>) -> String {
     );
     let _ = writeln!(
         out,
-        "  read    {} into host memory in {:.3} s: {}",
+        "  read    {} into {} in {:.3} s: {}",
         Size(o.read.bytes),
+        transfer::memory_name(o.memory.kind),
         o.read.seconds,
         transfer::rate(o.read.bytes, o.read.seconds)
     );
@@ -203,7 +205,12 @@ fn render(o: &Output<'_>) -> String {
             "DIFFERS from the bytes written"
         }
     );
-    let _ = writeln!(out, "  memory  host: {}", o.memory.reason);
+    let _ = writeln!(
+        out,
+        "  memory  {}: {}",
+        transfer::memory_name(o.memory.kind),
+        o.memory.reason
+    );
     let _ = writeln!(out, "\npath report (read)\n{}", o.read.report);
     let _ = writeln!(
         out,

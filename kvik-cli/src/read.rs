@@ -52,6 +52,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let resident = transfer::page_cache_residency(&args.file, args.offset, size);
 
     let mut buffer = transfer::WindowBuffer::new(&memory, size.min(args.buffer))?;
+    buffer.prepare(&file)?;
     let bar = transfer::progress(size, "read", args.io.json);
     let mut hasher = args.io.checksum.then(crc32fast::Hasher::new);
     let result = transfer::read_windows(

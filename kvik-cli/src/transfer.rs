@@ -196,6 +196,17 @@ impl WindowBuffer {
         }
     }
 
+    /// For a GPU window: allocate `file`'s pinned bounce buffers now, before
+    /// any clock starts (as host windows are faulted in before timing).
+    pub fn prepare(&self, file: &FileHandle) -> Result<(), CliError> {
+        match self {
+            WindowBuffer::Host(_) => Ok(()),
+            WindowBuffer::Device(d) => file
+                .prepare_device(d.slice.ordinal() as u32)
+                .map_err(policy_error),
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self {
             WindowBuffer::Host(b) => b.len(),

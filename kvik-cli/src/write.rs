@@ -141,6 +141,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     // Windows are whole words so each starts the pattern on a word.
     let window = args.size.min(args.buffer.next_multiple_of(8));
     let mut buffer = transfer::WindowBuffer::new(&memory, window)?;
+    buffer.prepare(&file)?;
     let bar = transfer::progress(args.size, "write", args.io.json);
     let written = write_pattern(&file, args.size, args.pattern, args.seed, &mut buffer, &bar)?;
     bar.finish_and_clear();

@@ -336,6 +336,24 @@ impl FileHandle {
         }
     }
 
+    /// Get ready to move data to and from GPU `ordinal` through bounce
+    /// buffers: every pool thread (and the calling thread) allocates its
+    /// stream and pinned buffers now. Optional — the first request does it
+    /// otherwise, inside its own time (pinned allocation is slow).
+    pub fn prepare_device(&self, ordinal: u32) -> Result<()> {
+        let settings = self.inner.settings()?;
+        let chunk = settings
+            .bounce_buffer_size()
+            .min(settings.task_size())
+            .max(1) as usize;
+        crate::gpu::prepare(ordinal, chunk)?;
+        self.inner
+            .pool()?
+            .broadcast(|_| crate::gpu::prepare(ordinal, chunk))
+            .into_iter()
+            .collect()
+    }
+
     /// `fdatasync`: written data reaches the storage.
     pub fn sync_data(&self) -> Result<()> {
         self.inner.file.sync_data().map_err(|source| Error::Io {

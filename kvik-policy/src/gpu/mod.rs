@@ -12,7 +12,7 @@ mod staging;
 
 pub use context::context;
 pub use pointer::{PointerInfo, pointer_info};
-pub use staging::{StagedCopies, read_to_device, write_from_device};
+pub use staging::{StagedCopies, prepare, read_to_device, write_from_device};
 
 use crate::error::Error;
 

@@ -206,6 +206,12 @@ fn with_staging<T>(
     })
 }
 
+/// Allocate this thread's stream and pinned buffers for GPU `ordinal` and
+/// `chunk`-byte chunks now, so that the first request does not pay for them.
+pub fn prepare(ordinal: u32, chunk: usize) -> Result<(), Error> {
+    with_staging(ordinal, chunk.max(1), |_| Ok(()))
+}
+
 /// Copies still in flight on worker streams; wait for them before the
 /// caller may use the device memory.
 #[derive(Debug, Default)]
