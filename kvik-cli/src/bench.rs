@@ -134,6 +134,10 @@ pub struct Args {
     /// Also write the JSON to FILE (with the readable report on stdout).
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
+    /// Measure nothing: show a saved run (--json / --save output, from this
+    /// or another machine) as a table, and --plot it.
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
 }
 
 fn parse_threads(text: &str) -> Result<usize, String> {
@@ -176,7 +180,17 @@ fn parse_compat(text: &str) -> Result<CompatMode, String> {
 }
 
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum, serde::Serialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
@@ -185,7 +199,17 @@ pub enum Op {
 }
 
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum, serde::Serialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Cache {
@@ -210,7 +234,9 @@ pub enum RefSource {
 
 /// What is measured: a read from a page-cached (hot) or uncached (cold)
 /// file, or a write to storage (the write and an fdatasync, timed together).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct Workload {
     pub op: Op,
     /// `None` for writes: the cache state does not apply.
@@ -292,6 +318,13 @@ impl serde::Serialize for MemoryTarget {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for MemoryTarget {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        parse_memory(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 /// `host`, `device` (GPU 0) or `device:N`.
 pub fn parse_memory(text: &str) -> Result<MemoryTarget, String> {
     let t = text.trim().to_ascii_lowercase();
@@ -307,7 +340,7 @@ pub fn parse_memory(text: &str) -> Result<MemoryTarget, String> {
 }
 
 /// One measured configuration of ours.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Case {
     pub memory: MemoryTarget,
     #[serde(flatten)]
@@ -362,7 +395,7 @@ impl Case {
 }
 
 /// What a reference point is to our figures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RefKind {
     /// Another tool doing the same job (dd, fio): the bar to beat.
@@ -374,7 +407,7 @@ pub enum RefKind {
 }
 
 /// One reference figure.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Reference {
     pub name: String,
     pub kind: RefKind,
@@ -400,7 +433,7 @@ impl Reference {
 }
 
 /// Issue 7's targets, checked against this run's figures.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Target {
     pub name: String,
     pub ours: String,
@@ -413,14 +446,14 @@ pub struct Target {
 }
 
 /// The settings a run starts from.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Defaults {
     pub num_threads: usize,
     pub task_size: u64,
     pub bounce_buffer_size: u64,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct FileInfo {
     pub path: PathBuf,
     pub bytes: u64,
@@ -430,12 +463,12 @@ pub struct FileInfo {
 }
 
 /// A whole run: what `--json` prints and `bench/results/` keeps.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Report {
-    pub schema: &'static str,
+    pub schema: String,
     pub command_line: String,
     pub date: String,
-    pub kvik_version: &'static str,
+    pub kvik_version: String,
     pub machine: Machine,
     pub file: FileInfo,
     pub reps: u32,
@@ -453,8 +486,12 @@ pub struct Report {
 /// The memory kinds to measure: as asked, else host plus GPU 0 where present.
 fn memory_targets(asked: &[MemoryTarget]) -> Vec<MemoryTarget> {
     if !asked.is_empty() {
-        let mut v = asked.to_vec();
-        v.dedup();
+        let mut v: Vec<MemoryTarget> = Vec::new();
+        for m in asked {
+            if !v.contains(m) {
+                v.push(*m);
+            }
+        }
         return v;
     }
     let mut v = vec![MemoryTarget::Host];
@@ -691,6 +728,61 @@ fn count_steps(args: &Args, memories: &[MemoryTarget], workloads: &[Workload]) -
 }
 
 pub fn run(args: &Args) -> Result<(), CliError> {
+    let report = match &args.from {
+        Some(path) => load(path)?,
+        None => measure_all(args)?,
+    };
+    if let Some(path) = &args.save {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| CliError::Failed(format!("--save {}: {e}", path.display())))?;
+    }
+    if let Some(svg) = &args.plot {
+        plot::draw(svg, &report).map_err(|e| CliError::Failed(format!("--plot: {e}")))?;
+    }
+    if args.json {
+        print_json(&report)?;
+    } else {
+        print!("{}", table::render(&report));
+        if let Some(svg) = &args.plot {
+            println!("\nplot: {}", svg.display());
+        }
+    }
+    if !report.cases.is_empty() && report.cases.iter().all(|c| c.throughput.is_none()) {
+        let first = report.cases.iter().find_map(|c| c.error.clone());
+        return Err(CliError::Failed(format!(
+            "no measurement succeeded{}",
+            first
+                .map(|e| format!(" (first error: {e})"))
+                .unwrap_or_default()
+        )));
+    }
+    Ok(())
+}
+
+/// A saved run.
+fn load(path: &Path) -> Result<Report, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::Usage(format!("--from {}: {e}", path.display())))?;
+    let report: Report = serde_json::from_str(&text).map_err(|e| {
+        CliError::Usage(format!(
+            "--from {}: not a kvik bench result ({SCHEMA}): {e}",
+            path.display()
+        ))
+    })?;
+    if report.schema != SCHEMA {
+        return Err(CliError::Usage(format!(
+            "--from {}: schema {:?}, this kvik reads {SCHEMA:?}",
+            path.display(),
+            report.schema
+        )));
+    }
+    Ok(report)
+}
+
+/// Run every measurement `args` asks for.
+fn measure_all(args: &Args) -> Result<Report, CliError> {
     let command_line = command_line(std::env::args());
     let date = machine::utc_now();
     if args.threads.is_empty()
@@ -895,10 +987,10 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     }
 
     let report = Report {
-        schema: SCHEMA,
+        schema: SCHEMA.into(),
         command_line,
         date,
-        kvik_version: env!("CARGO_PKG_VERSION"),
+        kvik_version: env!("CARGO_PKG_VERSION").into(),
         machine,
         file: FileInfo {
             path: file.path.clone(),
@@ -919,30 +1011,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     if let Some(svg) = &args.plot {
         plot::draw(svg, &report).map_err(|e| CliError::Failed(format!("--plot: {e}")))?;
     }
-    if let Some(path) = &args.save {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
-        std::fs::write(path, text + "\n")
-            .map_err(|e| CliError::Failed(format!("--save {}: {e}", path.display())))?;
-    }
-    if args.json {
-        print_json(&report)?;
-    } else {
-        print!("{}", table::render(&report));
-        if let Some(svg) = &args.plot {
-            println!("\nplot: {}", svg.display());
-        }
-    }
-    if !report.cases.is_empty() && report.cases.iter().all(|c| c.throughput.is_none()) {
-        let first = report.cases.iter().find_map(|c| c.error.clone());
-        return Err(CliError::Failed(format!(
-            "no measurement succeeded{}",
-            first
-                .map(|e| format!(" (first error: {e})"))
-                .unwrap_or_default()
-        )));
-    }
-    Ok(())
+    Ok(report)
 }
 
 fn case_settings(
@@ -1249,10 +1318,10 @@ fn sample_report() -> Report {
     let targets = targets(&cases, &refs);
     let tuning = tune::recommend(&cases);
     Report {
-        schema: SCHEMA,
+        schema: SCHEMA.into(),
         command_line: "kvik bench --size 1GiB".into(),
         date: machine::utc(0),
-        kvik_version: "0.1.0",
+        kvik_version: "0.1.0".into(),
         machine: Machine::describe(Path::new("/tmp/x")),
         file: FileInfo {
             path: "/tmp/x".into(),
@@ -1539,6 +1608,23 @@ mod tests {
         let mut memory = Memory::Host(&mut longer);
         let e = transfer_once(&file, &mut memory, Op::Read, data.len() + 4096, None).unwrap_err();
         assert!(e.contains("shorter than --size"), "{e}");
+    }
+
+    #[test]
+    fn a_saved_run_reads_back_as_it_was() {
+        let report = sample_report();
+        let text = serde_json::to_string(&report).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        std::fs::write(&path, &text).unwrap();
+        let back = load(&path).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        assert_eq!(table::render(&back), table::render(&report));
+        std::fs::write(&path, text.replace("kvik-bench/1", "kvik-bench/0")).unwrap();
+        let Err(CliError::Usage(e)) = load(&path) else {
+            panic!("another schema was accepted");
+        };
+        assert!(e.contains("kvik-bench/0"), "{e}");
     }
 
     #[test]

@@ -14,7 +14,9 @@ use std::path::Path;
 const DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
 
 /// How cold-cache runs empty the cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum DropMethod {
     /// The file's pages, and the system cache where permitted.
@@ -27,7 +29,7 @@ pub enum DropMethod {
 }
 
 /// What cold-cache runs actually do here.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ColdCache {
     pub system_cache: bool,
     /// In words, for reports.

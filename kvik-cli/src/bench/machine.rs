@@ -3,7 +3,7 @@
 use std::path::Path;
 
 /// The machine a run measured, as far as it can be told without privileges.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Machine {
     pub hostname: Option<String>,
     pub cpu: Option<String>,

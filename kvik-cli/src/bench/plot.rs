@@ -12,10 +12,13 @@ use std::path::Path;
 use plotters::coord::combinators::BindKeyPoints as _;
 use plotters::prelude::*;
 
+use super::stats::Summary;
 use super::{Case, MemoryTarget, Reference, Report, Workload};
 
 const PANEL_HEIGHT: u32 = 460;
-const WIDTH: u32 = 1100;
+const WIDTH: u32 = 1400;
+/// The legend's column on the right of each panel.
+const LEGEND_WIDTH: u32 = 380;
 
 const OURS: [RGBColor; 8] = [
     RGBColor(0x1f, 0x77, 0xb4),
@@ -52,6 +55,20 @@ fn gb(x: f64) -> f64 {
     x / 1e9
 }
 
+/// (threads, median, min, max) in GB/s, by thread count; failures left out.
+fn points<'a>(
+    figures: impl Iterator<Item = (usize, &'a Option<Summary>)>,
+) -> Vec<(usize, f64, f64, f64)> {
+    let mut out: Vec<_> = figures
+        .filter_map(|(threads, s)| {
+            let s = s.as_ref()?;
+            Some((threads, gb(s.median), gb(s.min), gb(s.max)))
+        })
+        .collect();
+    out.sort_by_key(|p| p.0);
+    out
+}
+
 fn our_series(cases: &[Case], workload: Workload) -> Vec<Series> {
     type Key = (MemoryTarget, u64, Option<u64>, Option<u64>);
     let mut groups: BTreeMap<Key, Vec<&Case>> = BTreeMap::new();
@@ -71,14 +88,7 @@ fn our_series(cases: &[Case], workload: Workload) -> Vec<Series> {
             if let Some(w) = window {
                 label.push_str(&format!(", {} window reused", kvik_policy::Size(w)));
             }
-            let mut points: Vec<_> = cs
-                .iter()
-                .filter_map(|c| {
-                    let s = c.throughput.as_ref()?;
-                    Some((c.threads, gb(s.median), gb(s.min), gb(s.max)))
-                })
-                .collect();
-            points.sort_by_key(|p| p.0);
+            let points = points(cs.iter().map(|c| (c.threads, &c.throughput)));
             Series { label, points }
         })
         .filter(|s| !s.points.is_empty())
@@ -97,14 +107,7 @@ fn reference_series(refs: &[Reference], workload: Workload) -> Vec<Series> {
     groups
         .into_iter()
         .map(|(label, rs)| {
-            let mut points: Vec<_> = rs
-                .iter()
-                .filter_map(|r| {
-                    let s = r.throughput.as_ref()?;
-                    Some((r.threads, gb(s.median), gb(s.min), gb(s.max)))
-                })
-                .collect();
-            points.sort_by_key(|p| p.0);
+            let points = points(rs.iter().map(|r| (r.threads, &r.throughput)));
             Series { label, points }
         })
         .filter(|s| !s.points.is_empty())
@@ -165,7 +168,10 @@ fn draw_panel(
         report.machine.cpu.as_deref().unwrap_or("unknown CPU"),
         report.date
     );
-    let mut chart = ChartBuilder::on(area)
+    let (plot_area, legend_area) = area.split_horizontally(WIDTH - LEGEND_WIDTH);
+    // (label, colour, ours) in drawing order, for the legend column.
+    let mut legend: Vec<(String, RGBColor, bool)> = Vec::new();
+    let mut chart = ChartBuilder::on(&plot_area)
         .caption(title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(40)
@@ -213,35 +219,40 @@ fn draw_panel(
         } else {
             s.label.clone()
         };
-        chart
-            .draw_series(DashedLineSeries::new(points, 8, 5, style))?
-            .label(label)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
+        chart.draw_series(DashedLineSeries::new(points, 8, 5, style))?;
+        legend.push((label, color, false));
     }
     for (i, s) in ours.iter().enumerate() {
         let color = OURS[i % OURS.len()];
         let points: Vec<(i32, f64)> = s.points.iter().map(|p| (x_of(p.0), p.1)).collect();
-        chart
-            .draw_series(LineSeries::new(points, color.stroke_width(3)).point_size(4))?
-            .label(s.label.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
-            });
+        chart.draw_series(LineSeries::new(points, color.stroke_width(3)).point_size(4))?;
+        legend.push((s.label.clone(), color, true));
         // min–max of the repetitions.
         chart.draw_series(s.points.iter().map(|p| {
             let x = x_of(p.0);
             PathElement::new(vec![(x, p.2), (x, p.3)], color.stroke_width(1))
         }))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font(("sans-serif", 16))
-        .draw()?;
+    // Ours first (solid), then the references (dashed).
+    legend.sort_by_key(|(_, _, ours)| !ours);
+    let font = ("sans-serif", 15).into_font().color(&BLACK);
+    for (i, (label, color, ours)) in legend.iter().enumerate() {
+        let y = 50 + 22 * i as i32;
+        let line = vec![(4, y), (34, y)];
+        if *ours {
+            legend_area.draw(&PathElement::new(line, color.stroke_width(3)))?;
+        } else {
+            legend_area.draw(&PathElement::new(
+                vec![(4, y), (14, y)],
+                color.stroke_width(2),
+            ))?;
+            legend_area.draw(&PathElement::new(
+                vec![(22, y), (32, y)],
+                color.stroke_width(2),
+            ))?;
+        }
+        legend_area.draw(&Text::new(label.clone(), (42, y - 8), font.clone()))?;
+    }
     Ok(())
 }
 

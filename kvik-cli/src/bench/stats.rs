@@ -6,7 +6,7 @@
 pub const NOISY_SPREAD: f64 = 0.25;
 
 /// Throughput over repetitions, in bytes per second.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Summary {
     pub median: f64,
     pub min: f64,

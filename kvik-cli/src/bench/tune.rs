@@ -29,7 +29,7 @@ pub const RULE: &str = "score = the worst, over the workloads measured, of media
     0.03 of the top score: fewest threads, then smallest task, then smallest bounce buffer";
 
 /// How the chosen configuration did in one workload.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct WorkloadFit {
     #[serde(flatten)]
     pub workload: Workload,
@@ -40,7 +40,7 @@ pub struct WorkloadFit {
 }
 
 /// The settings one memory kind's figures recommend.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Recommendation {
     pub memory: MemoryTarget,
     pub threads: usize,
@@ -50,7 +50,7 @@ pub struct Recommendation {
     pub workloads: Vec<WorkloadFit>,
     /// Configurations measured in every workload.
     pub candidates: usize,
-    pub rule: &'static str,
+    pub rule: String,
 }
 
 type Config = (usize, u64, Option<u64>);
@@ -168,7 +168,7 @@ fn recommend_for(cases: &[Case], memory: MemoryTarget) -> Option<Recommendation>
             })
             .collect(),
         candidates: scored.len(),
-        rule: RULE,
+        rule: RULE.into(),
     })
 }
 
