@@ -3,6 +3,7 @@
 //!
 //! Exit codes: 0 success, 1 operational failure, 2 bad usage or bad input.
 
+mod bench;
 mod check;
 mod config;
 mod copy;
@@ -49,6 +50,8 @@ enum Command {
     Copy(copy::Args),
     /// The effective KvikIO settings (KVIKIO_* environment) and where each came from.
     Settings(settings::Args),
+    /// Read/write throughput vs dd, fio, memcpy, host→device copies and KvikIO; tables, JSON, SVG.
+    Bench(Box<bench::Args>),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
             Command::Write(args) => write::run(&args),
             Command::Copy(args) => copy::run(&args),
             Command::Settings(args) => settings::run(&args),
+            Command::Bench(args) => bench::run(&args),
         });
     match result {
         Ok(()) => ExitCode::SUCCESS,
