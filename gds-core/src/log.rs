@@ -51,11 +51,40 @@ pub fn location(lib: &CuFileLibrary) -> &'static LogLocation {
     LOCATION.get_or_init(|| configure(lib))
 }
 
+/// The log file [`redirect_through_environment`] chose, if it ran.
+static CHOSEN_BY_US: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Choose this process's cuFile log file through `CUFILE_LOGFILE_PATH`, which
+/// libcufile reads when it starts, unless the user chose one (the variable, or
+/// `logging.dir` in cufile.json). For programs that can call it while still
+/// single-threaded, such as a command-line tool's first line: the parameter
+/// call gds-core makes otherwise (`cuFileSetParameterString`) did not always
+/// take effect — on the H200 test machine (libcufile 1.15) the `kvik` command's
+/// log still went to the working directory. Returns the file chosen.
+///
+/// # Safety
+/// No other thread may read or write the environment during the call
+/// (`std::env::set_var`'s rule).
+pub unsafe fn redirect_through_environment() -> Option<PathBuf> {
+    if std::env::var_os("CUFILE_LOGFILE_PATH").is_some_and(|p| !p.is_empty())
+        || config_log_dir().is_some()
+    {
+        return None;
+    }
+    let path = per_process_log_path()?;
+    // SAFETY: the caller guarantees no other thread touches the environment.
+    unsafe { std::env::set_var("CUFILE_LOGFILE_PATH", &path) };
+    let _ = CHOSEN_BY_US.set(path.clone());
+    Some(path)
+}
+
 fn configure(lib: &CuFileLibrary) -> LogLocation {
     if let Some(path) = std::env::var_os("CUFILE_LOGFILE_PATH").filter(|p| !p.is_empty()) {
-        return LogLocation::Environment {
-            path: PathBuf::from(path),
-        };
+        let path = PathBuf::from(path);
+        if CHOSEN_BY_US.get() == Some(&path) {
+            return LogLocation::Redirected { path };
+        }
+        return LogLocation::Environment { path };
     }
     // logging.dir is read from the file itself, not through
     // cuFileGetParameterString: the first parameter call initialises cuFile's

@@ -55,6 +55,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // SAFETY: the first statement: no other thread exists yet.
+    unsafe { gds_core::log::redirect_through_environment() };
     let cli = Cli::parse();
     // A bad KVIKIO_* value is bad input for every command, before any I/O.
     let result = kvik_policy::Settings::global()
@@ -70,11 +72,21 @@ fn main() -> ExitCode {
             Command::Settings(args) => settings::run(&args),
             Command::Bench(args) => bench::run(&args),
         });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+    let code = match result {
+        Ok(()) => 0,
         Err(e) => {
             eprintln!("kvik: error: {e}");
-            e.exit_code()
+            e.code()
         }
-    }
+    };
+    // End without running library destructors: libcufile 1.15's teardown
+    // crashes in its compatibility-mode worker threads after some runs (seen
+    // on the H200: exit 139 after CUFILE_FORCE_COMPAT_MODE=true reads and
+    // after a refused registration, with the work done and reported). Every
+    // file is closed and renamed into place by now; only stdio needs flushing.
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: _exit ends the process; nothing runs after it.
+    unsafe { libc::_exit(code) }
 }
