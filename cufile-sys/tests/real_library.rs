@@ -124,10 +124,25 @@ fn a_sibling_library_without_the_driver_api_is_refused_by_name() {
         );
         return;
     }
-    // Where its own dependencies (libmlx5, from rdma-core) are installed it
-    // opens and lacks cuFileDriverOpen; elsewhere the dynamic loader refuses
-    // it and the error must carry the loader's words.
+    // Without its own dependencies (libmlx5, from rdma-core) the dynamic
+    // loader refuses it, and the error must carry the loader's words. With
+    // them it loads, and dlsym finds the driver API in the libcufile it
+    // depends on: then the library we report must be that libcufile, the
+    // file that really provides the functions.
     match CuFileLibrary::load_from(&rdma) {
+        Ok(lib) => {
+            let provider = lib.path().expect("dladdr names the provider").to_path_buf();
+            assert_ne!(
+                provider,
+                std::fs::canonicalize(&rdma).unwrap(),
+                "the wrapper is not the provider"
+            );
+            assert!(
+                provider.to_string_lossy().contains("libcufile.so"),
+                "{}",
+                provider.display()
+            );
+        }
         Err(LoadError::MissingSymbol {
             symbol, library, ..
         }) => {

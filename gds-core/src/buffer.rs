@@ -76,6 +76,14 @@ impl BufferRegistration {
     }
 }
 
+/// The registration (base, size) containing `ptr`, if this process
+/// registered one: cuFile schedules requests into registered buffers
+/// differently (see `schedule`), so reports and plans need to know.
+pub fn registration_containing(ptr: u64) -> Option<(u64, usize)> {
+    let registered = REGISTERED.lock().unwrap_or_else(|p| p.into_inner());
+    overlapping(&registered, ptr, 1).map(|(b, s)| (*b, *s))
+}
+
 fn overlapping(
     registered: &BTreeMap<u64, usize>,
     base: u64,

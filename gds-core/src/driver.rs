@@ -44,6 +44,8 @@ pub struct Driver {
 
 #[derive(Debug)]
 struct Shared {
+    /// Set once the driver has been closed (by [`Driver::shutdown`] or drop).
+    closed: std::sync::atomic::AtomicBool,
     lib: &'static CuFileLibrary,
     log: &'static LogLocation,
     /// The statistics level in force after open (0 = off).
@@ -122,12 +124,28 @@ impl Driver {
             }
         }
         let shared = Arc::new(Shared {
+            closed: std::sync::atomic::AtomicBool::new(false),
             lib,
             log,
             stats_level,
         });
         *open = Arc::downgrade(&shared);
         Ok(Driver { shared })
+    }
+
+    /// Close the driver now, even though handles on it remain — for process
+    /// exit, where libcufile's own teardown must not find it open (seen:
+    /// a crash at exit after `CUFILE_FORCE_COMPAT_MODE=true` reads, or after a
+    /// failed registration, when the driver was left open). Idempotent; the
+    /// driver must not be used afterwards.
+    pub fn shutdown(&self) {
+        if !self
+            .shared
+            .closed
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            close(self.shared.lib);
+        }
     }
 
     pub fn library(&self) -> &'static CuFileLibrary {
@@ -196,7 +214,9 @@ impl Drop for Shared {
     fn drop(&mut self) {
         // cuFile counts opens itself, so an open racing with this close
         // (another thread found the Weak dead and opened again) stays open.
-        close(self.lib);
+        if !self.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            close(self.lib);
+        }
     }
 }
 

@@ -51,17 +51,46 @@ pub fn location(lib: &CuFileLibrary) -> &'static LogLocation {
     LOCATION.get_or_init(|| configure(lib))
 }
 
+/// The log file [`redirect_through_environment`] chose, if it ran.
+static CHOSEN_BY_US: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Choose this process's cuFile log file through `CUFILE_LOGFILE_PATH`, which
+/// libcufile reads when it starts, unless the user chose one (the variable, or
+/// `logging.dir` in cufile.json). For programs that can call it while still
+/// single-threaded, such as a command-line tool's first line: the parameter
+/// call gds-core makes otherwise (`cuFileSetParameterString`) did not always
+/// take effect — on the H200 test machine (libcufile 1.15) the `kvik` command's
+/// log still went to the working directory. Returns the file chosen.
+///
+/// # Safety
+/// No other thread may read or write the environment during the call
+/// (`std::env::set_var`'s rule).
+pub unsafe fn redirect_through_environment() -> Option<PathBuf> {
+    if std::env::var_os("CUFILE_LOGFILE_PATH").is_some_and(|p| !p.is_empty())
+        || config_log_dir().is_some()
+    {
+        return None;
+    }
+    let path = per_process_log_path()?;
+    // SAFETY: the caller guarantees no other thread touches the environment.
+    unsafe { std::env::set_var("CUFILE_LOGFILE_PATH", &path) };
+    let _ = CHOSEN_BY_US.set(path.clone());
+    Some(path)
+}
+
 fn configure(lib: &CuFileLibrary) -> LogLocation {
     if let Some(path) = std::env::var_os("CUFILE_LOGFILE_PATH").filter(|p| !p.is_empty()) {
-        return LogLocation::Environment {
-            path: PathBuf::from(path),
-        };
+        let path = PathBuf::from(path);
+        if CHOSEN_BY_US.get() == Some(&path) {
+            return LogLocation::Redirected { path };
+        }
+        return LogLocation::Environment { path };
     }
-    if let Some(dir) = get_string(lib, StringParam::CUFILE_PARAM_LOG_DIR).filter(|d| !d.is_empty())
-    {
-        return LogLocation::ConfigDir {
-            dir: PathBuf::from(dir),
-        };
+    // logging.dir is read from the file itself, not through
+    // cuFileGetParameterString: the first parameter call initialises cuFile's
+    // logger, after which the log path can no longer be changed.
+    if let Some(dir) = config_log_dir() {
+        return LogLocation::ConfigDir { dir };
     }
     let cwd_default = || LogLocation::WorkingDirectory {
         path: std::env::current_dir()
@@ -78,6 +107,17 @@ fn configure(lib: &CuFileLibrary) -> LogLocation {
     }
 }
 
+/// `logging.dir` of the cufile.json cuFile reads here, if it sets one.
+fn config_log_dir() -> Option<PathBuf> {
+    let location = cufile_config::ConfigLocation::from_env();
+    let path = location.path.filter(|_| location.exists)?;
+    let parsed =
+        cufile_config::ParsedConfig::read(&path, &cufile_config::ValidateOptions::default())
+            .ok()?;
+    let dir = parsed.config.logging?.dir?;
+    (!dir.is_empty()).then(|| PathBuf::from(dir))
+}
+
 /// `$XDG_RUNTIME_DIR/kvik/cufile-<pid>.log`, else `/tmp/kvik-<uid>/cufile-<pid>.log`.
 fn per_process_log_path() -> Option<PathBuf> {
     // SAFETY: getuid has no preconditions.
@@ -88,22 +128,6 @@ fn per_process_log_path() -> Option<PathBuf> {
         .unwrap_or_else(|| std::env::temp_dir().join(format!("kvik-{uid}")));
     std::fs::create_dir_all(&dir).ok()?;
     Some(dir.join(format!("cufile-{}.log", std::process::id())))
-}
-
-fn get_string(lib: &CuFileLibrary, param: StringParam) -> Option<String> {
-    let get = cufile_sys::cufile_fn!(lib, cuFileGetParameterString).ok()?;
-    let mut buf = [0 as std::ffi::c_char; 4096];
-    // SAFETY: writes at most `len` bytes including the NUL into `buf`.
-    let status = unsafe { get(param, buf.as_mut_ptr(), buf.len() as i32) };
-    if !status.is_success() {
-        return None;
-    }
-    // SAFETY: the library NUL-terminated the string within the buffer.
-    Some(
-        unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
-            .to_string_lossy()
-            .into_owned(),
-    )
 }
 
 fn set_string(lib: &CuFileLibrary, param: StringParam, path: &Path) -> bool {

@@ -176,12 +176,9 @@ fn reads_into_device_memory_are_counted_per_gpu() {
             reads.bytes, size as u64,
             "per-GPU read bytes (a wrong stats layout shows here)"
         );
-        // Level-1 read_ops counts cuFile's scheduled reads, like the per-GPU `n`
-        // (seen on libcufile 1.15: 2 for one 16 MiB cuFileRead with the stock config).
-        assert_eq!(
-            delta.ops.read_ok, reads.n,
-            "level-1 and per-GPU counts agree"
-        );
+        // Level-1 read_ops is not the unit count (libcufile 1.15 counted 2
+        // for an 8 MiB + 4 KiB read that made 1 unit), but it moves.
+        assert!(delta.ops.read_ok >= 1, "level-1 read_ops counted the read");
         assert_eq!(
             reads.n, predicted,
             "cuFile's work units vs the scheduling model"

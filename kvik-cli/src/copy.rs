@@ -68,13 +68,16 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             dst.display()
         )));
     }
-    let memory = transfer::choose_memory(args.io.host);
+    let memory = transfer::choose_memory(args.io.host, args.io.device)?;
     let src = FileHandle::open_with(&args.src, "r", &settings).map_err(transfer::policy_error)?;
     let mut output = AtomicOutput::new(&dst, size)?;
     let out_file = FileHandle::open_with(output.temporary(), "w", &settings)
         .map_err(|e| output.failed(transfer::policy_error(e)))?;
 
-    let mut buffer = transfer::host_buffer(size.min(args.buffer)).map_err(|e| output.failed(e))?;
+    let mut buffer = transfer::WindowBuffer::new(&memory, size.min(args.buffer))
+        .map_err(|e| output.failed(e))?;
+    buffer.prepare(&src).map_err(|e| output.failed(e))?;
+    buffer.prepare(&out_file).map_err(|e| output.failed(e))?;
     let bar = transfer::progress(size, "copy", args.io.json);
     let mut hasher = args.io.checksum.then(crc32fast::Hasher::new);
     let mut write_seconds = 0.0;
@@ -94,13 +97,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             report: t.report,
         }
     } else {
-        transfer::read_windows(&src, 0, size, &mut buffer, &bar, |bytes, at| {
+        transfer::read_windows(&src, 0, size, &mut buffer, &bar, |window, n, at| {
             if let Some(h) = hasher.as_mut() {
-                transfer::crc_update(h, bytes);
+                transfer::crc_update(h, window.host_bytes(n)?);
             }
             let start = std::time::Instant::now();
-            let t = out_file
-                .write_with_report(bytes, at)
+            let t = window
+                .write(&out_file, n, at)
                 .map_err(transfer::policy_error)?;
             write_seconds += start.elapsed().as_secs_f64();
             match &mut write_report {

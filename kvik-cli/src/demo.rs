@@ -1,8 +1,8 @@
 //! `kvik demo`: NVIDIA's GDS tutorial through the kvik-rs stack. Creates a
-//! file, reads it back with the best path available — GPU memory once the
-//! device-memory issue lands, host memory until then and on machines
-//! without a GPU — checks every byte came back (CRC-32), and prints the path
-//! report and the throughput. The file is removed unless `--keep`.
+//! file (from host memory), reads it back with the best path available —
+//! GPU 0's memory when a GPU exists, host memory otherwise (`--host` /
+//! `--device N` choose) — checks every byte came back (CRC-32), and prints
+//! the path report and the throughput. The file is removed unless `--keep`.
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +30,15 @@ pub struct Args {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Read into host memory.
+    #[arg(long, conflicts_with = "device")]
+    pub host: bool,
+    /// Read into the memory of GPU N [default: GPU 0 when present].
+    #[arg(long, value_name = "N")]
+    pub device: Option<u32>,
+    /// Compat mode: on (POSIX only), off (cuFile only), auto (overrides KVIKIO_COMPAT_MODE).
+    #[arg(long, value_name = "MODE", value_parser = transfer::parse_compat)]
+    pub compat: Option<kvik_policy::CompatMode>,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -77,8 +86,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             dir.display()
         )));
     }
-    let settings = Settings::global().map_err(transfer::policy_error)?;
-    let memory = transfer::choose_memory(false);
+    let mut settings = Settings::global().map_err(transfer::policy_error)?;
+    if let Some(mode) = args.compat {
+        settings.set_compat_mode(mode);
+    }
+    let memory = transfer::choose_memory(args.host, args.device)?;
     let path = dir.join(format!("kvik-demo-{}.bin", std::process::id()));
     let _cleanup = Cleanup {
         path: &path,
@@ -92,8 +104,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     }
 
     // 1. Create the file (through the stack, as the tutorial does).
-    let writer = FileHandle::open(&path, "w").map_err(transfer::policy_error)?;
-    let mut window = transfer::host_buffer(args.size.min(WRITE_WINDOW))?;
+    // The file is created from host memory (the tutorial's first step).
+    let mut host_settings = settings.clone();
+    host_settings.set_compat_mode(kvik_policy::CompatMode::On);
+    let writer =
+        FileHandle::open_with(&path, "w", &host_settings).map_err(transfer::policy_error)?;
+    let mut window =
+        transfer::WindowBuffer::Host(transfer::host_buffer(args.size.min(WRITE_WINDOW))?);
     let bar = transfer::progress(args.size, "creating", args.json);
     let written = write::write_pattern(&writer, args.size, Pattern::Random, 0, &mut window, &bar)?;
     bar.finish_and_clear();
@@ -103,12 +120,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
 
     // 2. Read it back with the best path available.
     let resident = transfer::page_cache_residency(&path, 0, args.size);
-    let reader = FileHandle::open(&path, "r").map_err(transfer::policy_error)?;
-    let mut buffer = transfer::host_buffer(args.size.min(transfer::DEFAULT_WINDOW))?;
+    let reader = FileHandle::open_with(&path, "r", &settings).map_err(transfer::policy_error)?;
+    let mut buffer = transfer::WindowBuffer::new(&memory, args.size.min(transfer::DEFAULT_WINDOW))?;
+    buffer.prepare(&reader)?;
     let bar = transfer::progress(args.size, "reading", args.json);
     let mut hasher = crc32fast::Hasher::new();
-    let read = transfer::read_windows(&reader, 0, args.size, &mut buffer, &bar, |bytes, _| {
-        transfer::crc_update(&mut hasher, bytes);
+    let read = transfer::read_windows(&reader, 0, args.size, &mut buffer, &bar, |window, n, _| {
+        transfer::crc_update(&mut hasher, window.host_bytes(n)?);
         Ok(())
     })?;
     bar.finish_and_clear();
@@ -161,8 +179,9 @@ fn render(o: &Output<'_>) -> String {
     );
     let _ = writeln!(
         out,
-        "  read    {} into host memory in {:.3} s: {}",
+        "  read    {} into {} in {:.3} s: {}",
         Size(o.read.bytes),
+        transfer::memory_name(o.memory.kind),
         o.read.seconds,
         transfer::rate(o.read.bytes, o.read.seconds)
     );
@@ -186,7 +205,12 @@ fn render(o: &Output<'_>) -> String {
             "DIFFERS from the bytes written"
         }
     );
-    let _ = writeln!(out, "  memory  host: {}", o.memory.reason);
+    let _ = writeln!(
+        out,
+        "  memory  {}: {}",
+        transfer::memory_name(o.memory.kind),
+        o.memory.reason
+    );
     let _ = writeln!(out, "\npath report (read)\n{}", o.read.report);
     let _ = writeln!(
         out,

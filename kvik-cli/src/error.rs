@@ -13,9 +13,14 @@ pub enum CliError {
 
 impl CliError {
     pub fn exit_code(&self) -> ExitCode {
+        ExitCode::from(self.code() as u8)
+    }
+
+    /// 2 for bad usage or input, 1 for an operational failure.
+    pub fn code(&self) -> i32 {
         match self {
-            CliError::Usage(_) => ExitCode::from(2),
-            CliError::Failed(_) => ExitCode::from(1),
+            CliError::Usage(_) => 2,
+            CliError::Failed(_) => 1,
         }
     }
 }

@@ -3,6 +3,7 @@
 //!
 //! Exit codes: 0 success, 1 operational failure, 2 bad usage or bad input.
 
+mod bench;
 mod check;
 mod config;
 mod copy;
@@ -49,9 +50,13 @@ enum Command {
     Copy(copy::Args),
     /// The effective KvikIO settings (KVIKIO_* environment) and where each came from.
     Settings(settings::Args),
+    /// Read/write throughput vs dd, fio, memcpy, host→device copies and KvikIO; tables, JSON, SVG.
+    Bench(Box<bench::Args>),
 }
 
 fn main() -> ExitCode {
+    // SAFETY: the first statement: no other thread exists yet.
+    unsafe { gds_core::log::redirect_through_environment() };
     let cli = Cli::parse();
     // A bad KVIKIO_* value is bad input for every command, before any I/O.
     let result = kvik_policy::Settings::global()
@@ -65,12 +70,23 @@ fn main() -> ExitCode {
             Command::Write(args) => write::run(&args),
             Command::Copy(args) => copy::run(&args),
             Command::Settings(args) => settings::run(&args),
+            Command::Bench(args) => bench::run(&args),
         });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+    let code = match result {
+        Ok(()) => 0,
         Err(e) => {
             eprintln!("kvik: error: {e}");
-            e.exit_code()
+            e.code()
         }
-    }
+    };
+    // End without running library destructors: libcufile 1.15's teardown
+    // crashes in its compatibility-mode worker threads after some runs (seen
+    // on the H200: exit 139 after CUFILE_FORCE_COMPAT_MODE=true reads and
+    // after a refused registration, with the work done and reported). Every
+    // file is closed and renamed into place by now; only stdio needs flushing.
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: _exit ends the process; nothing runs after it.
+    unsafe { libc::_exit(code) }
 }

@@ -47,20 +47,27 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let settings = args.io.settings()?;
     let file_len = transfer::existing_file(&args.file, "FILE")?;
     let size = range(file_len, args.offset, args.size, &args.file)?;
-    let memory = transfer::choose_memory(args.io.host);
+    let memory = transfer::choose_memory(args.io.host, args.io.device)?;
     let file = FileHandle::open_with(&args.file, "r", &settings).map_err(transfer::policy_error)?;
     let resident = transfer::page_cache_residency(&args.file, args.offset, size);
 
-    let mut buffer = transfer::host_buffer(size.min(args.buffer))?;
+    let mut buffer = transfer::WindowBuffer::new(&memory, size.min(args.buffer))?;
+    buffer.prepare(&file)?;
     let bar = transfer::progress(size, "read", args.io.json);
     let mut hasher = args.io.checksum.then(crc32fast::Hasher::new);
-    let result =
-        transfer::read_windows(&file, args.offset, size, &mut buffer, &bar, |bytes, _| {
+    let result = transfer::read_windows(
+        &file,
+        args.offset,
+        size,
+        &mut buffer,
+        &bar,
+        |window, n, _| {
             if let Some(h) = hasher.as_mut() {
-                transfer::crc_update(h, bytes);
+                transfer::crc_update(h, window.host_bytes(n)?);
             }
             Ok(())
-        })?;
+        },
+    )?;
     bar.finish_and_clear();
     let checksum = hasher.map(|h| transfer::crc_hex(h.finalize()));
 
@@ -81,10 +88,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         return print_json(&output);
     }
     println!(
-        "read {} from {} at offset {} into host memory",
+        "read {} from {} at offset {} into {}",
         Size(output.bytes),
         args.file.display(),
         args.offset,
+        transfer::memory_name(output.memory.kind),
     );
     println!(
         "  {} bytes in {:.4} s: {}",
@@ -103,7 +111,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         "  buffer       {} (reused for each window, faulted in before timing)",
         Size(output.buffer_bytes)
     );
-    println!("  memory       host: {}", output.memory.reason);
+    println!(
+        "  memory       {}: {}",
+        transfer::memory_name(output.memory.kind),
+        output.memory.reason
+    );
     println!("\npath report\n{}", output.report);
     Ok(())
 }

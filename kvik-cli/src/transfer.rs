@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use kvik_policy::{AlignedBuffer, CompatMode, Error, FileHandle, MemoryKind, PathReport, Settings};
+use kvik_policy::{
+    AlignedBuffer, CompatMode, Error, FileHandle, MemoryKind, PathReport, Settings, Transfer,
+};
 
 use crate::CliError;
 
@@ -18,10 +20,13 @@ pub const DEFAULT_WINDOW: u64 = 1 << 30;
 /// Options of every command that moves data.
 #[derive(Debug, Clone, clap::Args)]
 pub struct IoArgs {
-    /// Use host memory (today the only kind; GPU memory lands with the
-    /// device-memory issue).
-    #[arg(long)]
+    /// Use host memory [default: GPU 0 when a CUDA driver and a GPU are
+    /// present, else host memory].
+    #[arg(long, conflicts_with = "device")]
     pub host: bool,
+    /// Use the memory of GPU N.
+    #[arg(long, value_name = "N")]
+    pub device: Option<u32>,
     /// Task size: how requests are cut for the thread pool (overrides
     /// KVIKIO_TASK_SIZE), e.g. 4MiB.
     #[arg(long, value_name = "SIZE", value_parser = parse_positive_size)]
@@ -79,7 +84,7 @@ fn parse_threads(text: &str) -> Result<usize, String> {
     }
 }
 
-fn parse_compat(text: &str) -> Result<CompatMode, String> {
+pub fn parse_compat(text: &str) -> Result<CompatMode, String> {
     text.parse::<CompatMode>().map_err(|e| e.to_string())
 }
 
@@ -92,29 +97,189 @@ pub struct MemoryChoice {
 }
 
 /// SPEC §6: without `--host` / `--device N`, GPU 0 when a CUDA driver and a
-/// GPU are present, host memory otherwise. GPU memory lands with the
-/// device-memory issue; until then a GPU machine also uses host memory, and
-/// says so.
-pub fn choose_memory(host: bool) -> MemoryChoice {
-    let reason = if host {
-        "--host".to_string()
-    } else {
-        match gds_core::cuda::probe() {
-            Ok(driver) => format!(
-                "a GPU is present ({}), but reading into GPU memory lands with the device-memory \
-                 issue: using host memory",
+/// GPU are present, host memory otherwise; the reason says which and why.
+/// `--device N` without such a GPU is bad input (exit 2).
+pub fn choose_memory(host: bool, device: Option<u32>) -> Result<MemoryChoice, CliError> {
+    let cuda = gds_core::cuda::probe();
+    let (kind, reason) = match (host, device, cuda) {
+        (true, _, _) => (MemoryKind::Host, "--host".to_string()),
+        (false, Some(n), Ok(driver)) if (n as usize) < driver.devices.len() => (
+            MemoryKind::Device { ordinal: n },
+            format!("--device {n} ({})", driver.devices[n as usize]),
+        ),
+        (false, Some(n), Ok(driver)) => {
+            return Err(CliError::Usage(format!(
+                "--device {n}: this machine has {} GPU{} (0..{})",
+                driver.devices.len(),
+                if driver.devices.len() == 1 { "" } else { "s" },
+                driver.devices.len()
+            )));
+        }
+        (false, Some(n), Err(e)) => return Err(CliError::Usage(format!("--device {n}: {e}"))),
+        (false, None, Ok(driver)) => (
+            MemoryKind::Device { ordinal: 0 },
+            format!(
+                "a GPU is present ({}): using GPU 0's memory (--host for host memory)",
                 driver
                     .devices
                     .first()
                     .map(String::as_str)
                     .unwrap_or("GPU 0")
             ),
-            Err(e) => format!("{e}: using host memory"),
-        }
+        ),
+        (false, None, Err(e)) => (MemoryKind::Host, format!("{e}: using host memory")),
     };
-    MemoryChoice {
-        kind: MemoryKind::Host,
-        reason,
+    Ok(MemoryChoice { kind, reason })
+}
+
+/// `host memory` / `GPU 0 memory`.
+pub fn memory_name(kind: MemoryKind) -> String {
+    match kind {
+        MemoryKind::Host => "host memory".into(),
+        MemoryKind::Device { ordinal } => format!("GPU {ordinal} memory"),
+    }
+}
+
+/// The memory a command moves data through, one window at a time: host
+/// memory (page-aligned, faulted in before timing) or a GPU allocation.
+pub enum WindowBuffer {
+    Host(AlignedBuffer),
+    Device(DeviceWindow),
+}
+
+/// A window of GPU memory and the stream it was allocated on.
+pub struct DeviceWindow {
+    stream: std::sync::Arc<cudarc::driver::CudaStream>,
+    slice: cudarc::driver::CudaSlice<u8>,
+    /// Host copies of the window (for checksums and uploads), made lazily.
+    staging: Vec<u8>,
+}
+
+impl std::fmt::Debug for WindowBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WindowBuffer::Host(b) => write!(f, "WindowBuffer::Host({} bytes)", b.len()),
+            WindowBuffer::Device(d) => write!(
+                f,
+                "WindowBuffer::Device(GPU {}, {} bytes)",
+                d.slice.ordinal(),
+                d.slice.len()
+            ),
+        }
+    }
+}
+
+fn cuda_failed(what: &str, e: impl std::fmt::Display) -> CliError {
+    CliError::Failed(format!("{what}: {e}"))
+}
+
+impl WindowBuffer {
+    /// A window of `len` bytes in the chosen memory.
+    pub fn new(memory: &MemoryChoice, len: u64) -> Result<WindowBuffer, CliError> {
+        match memory.kind {
+            MemoryKind::Host => Ok(WindowBuffer::Host(host_buffer(len)?)),
+            MemoryKind::Device { ordinal } => {
+                let ctx = kvik_policy::gpu::context(ordinal).map_err(policy_error)?;
+                let stream = ctx.default_stream();
+                let slice = stream.alloc_zeros::<u8>(len as usize).map_err(|e| {
+                    cuda_failed(
+                        &format!("allocating {} on GPU {ordinal}", kvik_policy::Size(len)),
+                        e,
+                    )
+                })?;
+                Ok(WindowBuffer::Device(DeviceWindow {
+                    stream,
+                    slice,
+                    staging: Vec::new(),
+                }))
+            }
+        }
+    }
+
+    /// For a GPU window: allocate `file`'s pinned bounce buffers now, before
+    /// any clock starts (as host windows are faulted in before timing).
+    pub fn prepare(&self, file: &FileHandle) -> Result<(), CliError> {
+        match self {
+            WindowBuffer::Host(_) => Ok(()),
+            WindowBuffer::Device(d) => file
+                .prepare_device(d.slice.ordinal() as u32)
+                .map_err(policy_error),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            WindowBuffer::Host(b) => b.len(),
+            WindowBuffer::Device(d) => d.slice.len(),
+        }
+    }
+
+    /// Read `n` bytes of `file` at `offset` into the start of the window.
+    pub fn read(&mut self, file: &FileHandle, n: usize, offset: u64) -> Result<Transfer, Error> {
+        match self {
+            WindowBuffer::Host(b) => file.read_with_report(&mut b[..n], offset),
+            WindowBuffer::Device(d) => {
+                let ordinal = d.slice.ordinal() as u32;
+                let mut view = d.slice.slice_mut(0..n);
+                let (ptr, _recorded) =
+                    cudarc::driver::DevicePtrMut::device_ptr_mut(&mut view, &d.stream);
+                // SAFETY: `ptr..ptr+n` lies in the window's allocation, which
+                // this `&mut self` borrow keeps alive and unshared.
+                let range = unsafe { kvik_policy::DeviceSliceMut::from_raw(ordinal, ptr, n) };
+                file.read_with_report(range, offset)
+            }
+        }
+    }
+
+    /// Write the first `n` bytes of the window to `file` at `offset`.
+    pub fn write(&self, file: &FileHandle, n: usize, offset: u64) -> Result<Transfer, Error> {
+        match self {
+            WindowBuffer::Host(b) => file.write_with_report(&b[..n], offset),
+            WindowBuffer::Device(d) => {
+                let view = d.slice.slice(0..n);
+                let (ptr, _recorded) = cudarc::driver::DevicePtr::device_ptr(&view, &d.stream);
+                // SAFETY: as in `read`; the bytes are only read.
+                let range =
+                    unsafe { kvik_policy::DeviceSlice::from_raw(d.slice.ordinal() as u32, ptr, n) };
+                file.write_with_report(range, offset)
+            }
+        }
+    }
+
+    /// The first `n` bytes as host memory (a device window is copied back;
+    /// callers do this outside their timed region).
+    pub fn host_bytes(&mut self, n: usize) -> Result<&[u8], CliError> {
+        match self {
+            WindowBuffer::Host(b) => Ok(&b[..n]),
+            WindowBuffer::Device(d) => {
+                d.staging.resize(n, 0);
+                d.stream
+                    .memcpy_dtoh(&d.slice.slice(0..n), &mut d.staging[..])
+                    .and_then(|()| d.stream.synchronize())
+                    .map_err(|e| cuda_failed("copying the window back from the GPU", e))?;
+                Ok(&d.staging[..n])
+            }
+        }
+    }
+
+    /// Fill the first `n` bytes with `fill` (run on host memory; a device
+    /// window is then uploaded).
+    pub fn fill(&mut self, n: usize, fill: impl FnOnce(&mut [u8])) -> Result<(), CliError> {
+        match self {
+            WindowBuffer::Host(b) => {
+                fill(&mut b[..n]);
+                Ok(())
+            }
+            WindowBuffer::Device(d) => {
+                d.staging.resize(n, 0);
+                fill(&mut d.staging[..n]);
+                let mut view = d.slice.slice_mut(0..n);
+                d.stream
+                    .memcpy_htod(&d.staging[..n], &mut view)
+                    .and_then(|()| d.stream.synchronize())
+                    .map_err(|e| cuda_failed("uploading the window to the GPU", e))
+            }
+        }
     }
 }
 
@@ -250,15 +415,15 @@ pub struct ReadResult {
 }
 
 /// Read `size` bytes from `offset` through `file` into `buffer`, a window
-/// at a time, handing each window to `each` (its bytes and its offset from
-/// `offset`). Only the reads are timed.
+/// at a time, handing each window to `each` (the buffer, the bytes in it, and
+/// their offset from `offset`). Only the reads are timed.
 pub fn read_windows(
     file: &FileHandle,
     offset: u64,
     size: u64,
-    buffer: &mut AlignedBuffer,
+    buffer: &mut WindowBuffer,
     bar: &ProgressBar,
-    mut each: impl FnMut(&[u8], u64) -> Result<(), CliError>,
+    mut each: impl FnMut(&mut WindowBuffer, usize, u64) -> Result<(), CliError>,
 ) -> Result<ReadResult, CliError> {
     let window = buffer.len() as u64;
     let mut report: Option<PathReport> = None;
@@ -267,9 +432,7 @@ pub fn read_windows(
     loop {
         let n = (size - done).min(window) as usize;
         let start = Instant::now();
-        let transfer = file
-            .read_with_report(&mut buffer[..n], offset + done)
-            .map_err(policy_error)?;
+        let transfer = buffer.read(file, n, offset + done).map_err(policy_error)?;
         elapsed += start.elapsed();
         if transfer.bytes < n {
             return Err(CliError::Failed(format!(
@@ -280,7 +443,7 @@ pub fn read_windows(
                 size
             )));
         }
-        each(&buffer[..n], done)?;
+        each(buffer, n, done)?;
         done += n as u64;
         bar.inc(n as u64);
         match &mut report {

@@ -74,7 +74,7 @@ pub fn write_pattern(
     size: u64,
     pattern: Pattern,
     seed: u64,
-    buffer: &mut [u8],
+    buffer: &mut transfer::WindowBuffer,
     bar: &indicatif::ProgressBar,
 ) -> Result<Written, CliError> {
     let mut hasher = crc32fast::Hasher::new();
@@ -83,15 +83,17 @@ pub fn write_pattern(
     let mut done = 0u64;
     while done < size {
         let n = (size - done).min(buffer.len() as u64) as usize;
-        let window = &mut buffer[..n];
-        match pattern {
-            Pattern::Random => fill_random(window, seed, done),
-            Pattern::Zeros => window.fill(0),
-        }
-        transfer::crc_update(&mut hasher, window);
+        // Filling (and, for GPU memory, uploading) is not timed.
+        buffer.fill(n, |window| {
+            match pattern {
+                Pattern::Random => fill_random(window, seed, done),
+                Pattern::Zeros => window.fill(0),
+            }
+            transfer::crc_update(&mut hasher, window);
+        })?;
         let start = Instant::now();
-        let t = file
-            .write_with_report(&*window, done)
+        let t = buffer
+            .write(file, n, done)
             .map_err(transfer::policy_error)?;
         seconds += start.elapsed().as_secs_f64();
         match &mut report {
@@ -138,13 +140,14 @@ fn splitmix64(x: u64) -> u64 {
 
 pub fn run(args: &Args) -> Result<(), CliError> {
     let settings = args.io.settings()?;
-    let memory = transfer::choose_memory(args.io.host);
+    let memory = transfer::choose_memory(args.io.host, args.io.device)?;
     let mut output = AtomicOutput::new(&args.file, args.size)?;
     let file = FileHandle::open_with(output.temporary(), "w", &settings)
         .map_err(|e| output.failed(transfer::policy_error(e)))?;
     // Windows are whole words so each starts the pattern on a word.
     let window = args.size.min(args.buffer.next_multiple_of(8));
-    let mut buffer = transfer::host_buffer(window).map_err(|e| output.failed(e))?;
+    let mut buffer = transfer::WindowBuffer::new(&memory, window).map_err(|e| output.failed(e))?;
+    buffer.prepare(&file).map_err(|e| output.failed(e))?;
     let bar = transfer::progress(args.size, "write", args.io.json);
     let written = write_pattern(&file, args.size, args.pattern, args.seed, &mut buffer, &bar)
         .map_err(|e| output.failed(e))?;

@@ -158,6 +158,49 @@ impl DeviceSliceMut<'_> {
     }
 }
 
+impl<'a> DeviceSliceMut<'a> {
+    /// All of a cudarc allocation. Work queued on its stream is waited for
+    /// first, so the read cannot race it.
+    pub fn from_cuda(
+        slice: &'a mut cudarc::driver::CudaSlice<u8>,
+    ) -> crate::Result<DeviceSliceMut<'a>> {
+        use cudarc::driver::DevicePtrMut;
+        let stream = slice.stream().clone();
+        stream
+            .synchronize()
+            .map_err(|e| cuda_error("cuStreamSynchronize", e))?;
+        let ordinal = slice.ordinal() as u32;
+        let len = slice.len();
+        let (ptr, _recorded) = slice.device_ptr_mut(&stream);
+        // SAFETY: `ptr..ptr+len` is the allocation `slice` owns, borrowed
+        // mutably for 'a.
+        Ok(unsafe { DeviceSliceMut::from_raw(ordinal, ptr, len) })
+    }
+}
+
+impl<'a> DeviceSlice<'a> {
+    /// All of a cudarc allocation, once the work queued on its stream is done.
+    pub fn from_cuda(slice: &'a cudarc::driver::CudaSlice<u8>) -> crate::Result<DeviceSlice<'a>> {
+        use cudarc::driver::DevicePtr;
+        let stream = slice.stream().clone();
+        stream
+            .synchronize()
+            .map_err(|e| cuda_error("cuStreamSynchronize", e))?;
+        let (ptr, _recorded) = slice.device_ptr(&stream);
+        // SAFETY: `ptr..ptr+len` is the allocation `slice` owns, borrowed for 'a.
+        Ok(unsafe { DeviceSlice::from_raw(slice.ordinal() as u32, ptr, slice.len()) })
+    }
+}
+
+fn cuda_error(call: &'static str, e: cudarc::driver::DriverError) -> crate::Error {
+    crate::Error::Cuda {
+        call,
+        code: gds_core::cuda::CudaResult(e.0 as u32),
+        path: None,
+        offset: None,
+    }
+}
+
 impl DeviceSlice<'_> {
     /// # Safety
     /// `ptr..ptr + len` must be device memory on GPU `ordinal` that stays

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::path_report::Operation;
-use crate::routing::{Backend, CuFileRequired};
+use crate::routing::CuFileRequired;
 use crate::settings::EnvProblem;
 
 /// Everything that can go wrong in kvik-policy.
@@ -98,19 +98,43 @@ pub enum Error {
         source: CuFileRequired,
     },
 
-    /// A device-memory request: the routing was decided, but this build has
-    /// no device-memory data path yet (it lands with the device-memory issue).
+    /// Device memory needs a CUDA driver with a GPU, and there is none.
+    #[error("device memory needs a CUDA driver with a GPU: {0}")]
+    NoCuda(#[from] gds_core::cuda::CudaUnavailable),
+
+    /// A CUDA driver call failed.
+    #[error("{call} failed: CUDA error {code}{}", context(path, *offset))]
+    Cuda {
+        call: &'static str,
+        code: gds_core::cuda::CudaResult,
+        /// The file of the request, when the call served one.
+        path: Option<PathBuf>,
+        offset: Option<u64>,
+    },
+
+    /// The device range of a request is not device memory of that GPU, or
+    /// does not fit in its allocation: refused before any I/O.
     #[error(
-        "{operation} of {} into device memory (GPU {ordinal}) would use {backend} ({reason}), \
-         but device memory is not supported yet: it lands with the device-memory issue",
+        "{operation} of {len} bytes at offset {offset} of {}: device buffer {ptr:#x} on GPU {ordinal}: {problem}",
         path.display()
     )]
-    DeviceMemoryUnsupported {
+    DeviceBuffer {
         operation: Operation,
         path: PathBuf,
+        offset: u64,
         ordinal: u32,
-        backend: Backend,
-        reason: String,
+        ptr: u64,
+        len: usize,
+        problem: String,
+    },
+
+    /// cuFile failed (driver, registration, read or write), with cuFile's
+    /// own codes and, where it explained itself, cufile.log's words.
+    #[error("{}: {source}", path.display())]
+    CuFile {
+        path: PathBuf,
+        #[source]
+        source: Box<gds_core::Error>,
     },
 
     /// The I/O thread pool could not start.
@@ -130,6 +154,14 @@ impl Error {
             Error::Open { source, .. } => source.raw_os_error(),
             _ => None,
         }
+    }
+}
+
+fn context(path: &Option<PathBuf>, offset: Option<u64>) -> String {
+    match (path, offset) {
+        (Some(p), Some(o)) => format!(" ({} at offset {o})", p.display()),
+        (Some(p), None) => format!(" ({})", p.display()),
+        _ => String::new(),
     }
 }
 

@@ -36,6 +36,9 @@ use crate::routing::{self, Backend, CuFileAvailability, FileRouting, MemoryKind,
 use crate::task::{self, Task};
 use crate::{CompatMode, Settings, thread_pool};
 
+/// Device-memory requests: cuFile, or POSIX through pinned bounce buffers.
+mod device;
+
 /// How a file is opened, as KvikIO spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OpenMode {
@@ -141,6 +144,8 @@ struct Inner {
     /// The O_DIRECT descriptor, opened on first need; or why it could not be.
     direct: OnceLock<std::result::Result<File, String>>,
     routing: FileRouting,
+    /// The cuFile registration, when device-memory requests go to cuFile.
+    cufile: Option<gds_core::CuFileHandle>,
     /// Settings fixed at open ([`FileHandle::open_with`]); `None` reads the
     /// global settings at every request, as KvikIO reads its defaults.
     settings: Option<Settings>,
@@ -205,10 +210,13 @@ impl FileHandle {
                 device_backend: Backend::Posix,
                 reasons: vec![],
             },
+            cufile: None,
             settings: pinned,
             tasks_in_flight: AtomicUsize::new(0),
         };
-        inner.routing = inner.route(settings.compat_mode())?;
+        let (routing, cufile) = inner.route(settings.compat_mode())?;
+        inner.routing = routing;
+        inner.cufile = cufile;
         // Start the pool now: thread start-up belongs to the open, not to
         // the first request's time.
         thread_pool::get(settings.num_threads())?;
@@ -328,6 +336,24 @@ impl FileHandle {
         }
     }
 
+    /// Get ready to move data to and from GPU `ordinal` through bounce
+    /// buffers: every pool thread (and the calling thread) allocates its
+    /// stream and pinned buffers now. Optional — the first request does it
+    /// otherwise, inside its own time (pinned allocation is slow).
+    pub fn prepare_device(&self, ordinal: u32) -> Result<()> {
+        let settings = self.inner.settings()?;
+        let chunk = settings
+            .bounce_buffer_size()
+            .min(settings.task_size())
+            .max(1) as usize;
+        crate::gpu::prepare(ordinal, chunk)?;
+        self.inner
+            .pool()?
+            .broadcast(|_| crate::gpu::prepare(ordinal, chunk))
+            .into_iter()
+            .collect()
+    }
+
     /// `fdatasync`: written data reaches the storage.
     ///
     /// After a failed sync, written data may be lost even if a later sync
@@ -413,8 +439,9 @@ impl Inner {
 
     /// The per-file routing of SPEC §5. Compat mode ON never looks at cuFile
     /// (libcufile is not even loaded); AUTO and OFF ask gds-core's readiness
-    /// check about this file.
-    fn route(&self, compat: CompatMode) -> Result<FileRouting> {
+    /// check about this file (with the process's cuFile driver, opened once
+    /// where a GPU exists), and register the file when cuFile is chosen.
+    fn route(&self, compat: CompatMode) -> Result<(FileRouting, Option<gds_core::CuFileHandle>)> {
         let cufile = match compat {
             CompatMode::On => CuFileAvailability {
                 usable: false,
@@ -422,7 +449,8 @@ impl Inner {
                 reasons: vec![],
             },
             CompatMode::Auto | CompatMode::Off => {
-                CuFileAvailability::from_readiness(&readiness::check(Some(&self.path)))
+                let driver = crate::cufile::driver().ok();
+                CuFileAvailability::from_readiness(&readiness::check_with(Some(&self.path), driver))
             }
         };
         let required = |source| Error::CuFileRequired {
@@ -430,24 +458,24 @@ impl Inner {
             source,
         };
         let mut file = routing::route_file(compat, &cufile).map_err(required)?;
-        if file.device_backend == Backend::Cufile {
-            // cuFile registers the file through an O_DIRECT descriptor.
-            let registered = self
-                .direct_descriptor()
-                .map_err(|why| format!("cannot open the O_DIRECT descriptor cuFile needs: {why}"))
-                .and_then(register_with_cufile);
-            if let Err(reason) = registered {
-                match compat {
-                    CompatMode::Off => {
-                        return Err(required(routing::CuFileRequired {
-                            reasons: vec![reason],
-                        }));
-                    }
-                    _ => file.fall_back(format!("falling back to POSIX: {reason}")),
-                }
+        if file.device_backend != Backend::Cufile {
+            return Ok((file, None));
+        }
+        // cuFile registers the file through an O_DIRECT descriptor.
+        let registered = self
+            .direct_descriptor()
+            .map_err(|why| format!("cannot open the O_DIRECT descriptor cuFile needs: {why}"))
+            .and_then(|direct| crate::cufile::register(direct, &self.path));
+        match registered {
+            Ok(handle) => Ok((file, Some(handle))),
+            Err(reason) if compat == CompatMode::Off => Err(required(routing::CuFileRequired {
+                reasons: vec![reason],
+            })),
+            Err(reason) => {
+                file.fall_back(format!("falling back to POSIX: {reason}"));
+                Ok((file, None))
             }
         }
-        Ok(file)
     }
 
     /// The O_DIRECT descriptor, opened once on first need.
@@ -506,9 +534,9 @@ impl Inner {
         let settings = self.settings()?;
         let route =
             routing::route_request(&self.routing, memory.kind(), len, settings.gds_threshold());
-        // The per-request backend dispatch. Host memory is always POSIX;
-        // the device-memory issue adds the device arm (cuFile, or POSIX
-        // through pinned bounce buffers).
+        // The per-request backend dispatch: host memory is always POSIX;
+        // device memory goes to cuFile or through pinned bounce buffers
+        // (file_handle/device.rs).
         match memory {
             Memory::Read(BufMut::Host(buf)) => self.host_transfer(
                 &settings,
@@ -527,21 +555,11 @@ impl Inner {
                 inline,
             ),
             Memory::Read(BufMut::Device(d)) => {
-                Err(self.device_unsupported(operation, d.ordinal, route))
+                self.device_transfer(&settings, route, operation, *d, offset, cancel, inline)
             }
             Memory::Write(Buf::Device(d)) => {
-                Err(self.device_unsupported(operation, d.ordinal, route))
+                self.device_transfer(&settings, route, operation, *d, offset, cancel, inline)
             }
-        }
-    }
-
-    fn device_unsupported(&self, operation: Operation, ordinal: u32, route: RequestRoute) -> Error {
-        Error::DeviceMemoryUnsupported {
-            operation,
-            path: self.path.clone(),
-            ordinal,
-            backend: route.backend,
-            reason: route.reason,
         }
     }
 
@@ -664,7 +682,7 @@ impl Inner {
                     })
                     .collect(),
             },
-            cufile: CuFileLayer::NotCalled,
+            cufile: CuFileLayer::not_called("host memory never goes to cuFile"),
         };
         Ok(Transfer {
             bytes: bytes as usize,
@@ -675,18 +693,18 @@ impl Inner {
     /// Run every task; the first error cancels the tasks not yet started
     /// (and stops running ones at their next system call), and this returns
     /// only when no task is left running.
-    fn run_tasks<'m>(
+    fn run_tasks<M: Send>(
         &self,
         threads: usize,
-        work: Vec<(Task, TaskMemory<'m>)>,
+        work: Vec<(Task, M)>,
         cancel: &AtomicBool,
         inline: bool,
-        run: &(dyn Fn(Task, TaskMemory<'m>) -> Result<TaskOutcome> + Sync),
+        run: &(dyn Fn(Task, M) -> Result<TaskOutcome> + Sync),
     ) -> Result<Vec<TaskOutcome>> {
         let mut outcomes = vec![TaskOutcome::default(); work.len()];
         let first_error: Mutex<Option<Error>> = Mutex::new(None);
         let in_flight = &self.tasks_in_flight;
-        let one = |task: Task, memory: TaskMemory<'m>, slot: &mut TaskOutcome| {
+        let one = |task: Task, memory: M, slot: &mut TaskOutcome| {
             if cancel.load(Ordering::Relaxed) {
                 return;
             }
@@ -742,14 +760,4 @@ impl Drop for Running<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
-}
-
-/// Register the file with cuFile through its O_DIRECT descriptor.
-///
-/// The seam for the device-memory issue: gds-core has no file registration
-/// yet, so a file cuFile could serve is refused here with the reason — under
-/// AUTO it falls back to POSIX, under OFF the open fails. Nothing here loads
-/// or calls libcufile.
-fn register_with_cufile(_direct: &File) -> std::result::Result<(), String> {
-    Err("cuFileHandleRegister is not wired up yet (it lands with the device-memory issue)".into())
 }

@@ -22,6 +22,7 @@
 
 pub mod buffer;
 mod compat;
+mod cufile;
 mod error;
 #[cfg(test)]
 mod fault;

@@ -93,9 +93,33 @@ pub struct DirectIoUse {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum CuFileLayer {
-    /// No task of this request called cuFile. (The device-memory issue adds
-    /// a variant carrying cuFile's statistics delta for requests that did.)
-    NotCalled,
+    /// No task of this request called cuFile, and why.
+    NotCalled { reason: String },
+    /// The request's tasks called cuFile.
+    Called {
+        /// Whether the device buffer was registered (`cuFileBufRegister`).
+        registered_buffer: bool,
+        /// Work units the scheduling model predicts for these tasks under
+        /// cuFile's effective execution settings.
+        predicted_units: Option<u64>,
+        /// Those settings, as the driver reported them.
+        execution: Option<cufile_config::ExecutionConfig>,
+        /// cuFile's own counters for the request (per GPU: n, nvfs, posix, …).
+        /// Process-wide: concurrent cuFile requests in this process are included.
+        stats: Option<gds_core::StatsDelta>,
+        /// Why there are no counters (statistics off, libcufile < 1.15, …).
+        stats_unavailable: Option<String>,
+        /// One line: accelerated path, fallback inside cuFile, or mixed.
+        verdict: String,
+    },
+}
+
+impl CuFileLayer {
+    pub(crate) fn not_called(reason: impl Into<String>) -> CuFileLayer {
+        CuFileLayer::NotCalled {
+            reason: reason.into(),
+        }
+    }
 }
 
 impl PathReport {
@@ -223,12 +247,44 @@ impl fmt::Display for PathReport {
                 k.direct_io.status.clone()
             },
         );
-        row(
-            "cuFile",
-            match self.cufile {
-                CuFileLayer::NotCalled => "not called",
-            },
-        );
+        match &self.cufile {
+            CuFileLayer::NotCalled { reason } => row("cuFile", &format!("not called: {reason}")),
+            CuFileLayer::Called {
+                registered_buffer,
+                predicted_units,
+                stats,
+                verdict,
+                ..
+            } => {
+                row("cuFile", verdict);
+                let counted = match (stats, self.operation) {
+                    (Some(d), Operation::Read) => Some(d.reads()),
+                    (Some(d), Operation::Write) => Some(d.writes()),
+                    (None, _) => None,
+                };
+                let mut units = match predicted_units {
+                    Some(p) => format!("predicted {p}"),
+                    None => "predicted ? (execution settings unreadable)".to_string(),
+                };
+                if let Some(c) = counted {
+                    let _ = write!(
+                        units,
+                        ", counted {} (nvfs {}, posix {}, p2p {}, unaligned {}, errors {})",
+                        c.n, c.nvfs, c.posix, c.p2p, c.unaligned, c.errors
+                    );
+                }
+                let _ = write!(
+                    units,
+                    "; device buffer {}",
+                    if *registered_buffer {
+                        "registered"
+                    } else {
+                        "not registered"
+                    }
+                );
+                row("cuFile units", &units);
+            }
+        }
         f.write_str(&out)
     }
 }

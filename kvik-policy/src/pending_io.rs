@@ -35,8 +35,8 @@ struct Shared<B> {
 
 enum State<B> {
     Running(Option<Waker>),
-    /// The result, or the panic that ended the request.
-    Finished(std::thread::Result<Result<(B, Transfer)>>),
+    /// The result (boxed: it is large), or the panic that ended the request.
+    Finished(std::thread::Result<Box<Result<(B, Transfer)>>>),
     Taken,
 }
 
@@ -60,7 +60,7 @@ impl<B: Send + 'static> PendingIo<B> {
         });
         let done = shared.clone();
         pool.spawn(move || {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).map(Box::new);
             let waker = {
                 let mut state = done.lock();
                 let previous = std::mem::replace(&mut *state, State::Finished(result));
@@ -84,7 +84,7 @@ impl<B: Send + 'static> PendingIo<B> {
     pub(crate) fn ready(result: Result<(B, Transfer)>) -> PendingIo<B> {
         PendingIo {
             shared: Arc::new(Shared {
-                state: Mutex::new(State::Finished(Ok(result))),
+                state: Mutex::new(State::Finished(Ok(Box::new(result)))),
                 finished: Condvar::new(),
             }),
             pool: None,
@@ -171,7 +171,7 @@ fn take_finished<B>(state: &mut State<B>) -> Option<Result<(B, Transfer)>> {
     match state {
         State::Running(_) => None,
         State::Finished(_) => match std::mem::replace(state, State::Taken) {
-            State::Finished(Ok(result)) => Some(result),
+            State::Finished(Ok(result)) => Some(*result),
             State::Finished(Err(panic)) => std::panic::resume_unwind(panic),
             _ => unreachable!(),
         },

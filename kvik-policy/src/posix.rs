@@ -123,6 +123,8 @@ pub(crate) fn read(
     let memory = buf.as_ptr();
     let len = buf.len();
     let mut cache_missed = false;
+    // The file's size when the task started, read on first need (see Direct below).
+    let mut file_len: Option<u64> = None;
     run(
         fds,
         Operation::Read,
@@ -154,9 +156,21 @@ pub(crate) fn read(
                         retry(|| pread(fds.buffered, &mut rest[..n], at))
                     }
                 },
-                Step::Direct(d, n) => retry(|| pread(d, &mut rest[..n], at)),
-                Step::Bounced(d, n) => {
-                    let b = filled(bounce);
+                // O_DIRECT moves whole blocks: a read that crosses the end of
+                // the file may write zeros past the count it returns, into
+                // the caller's memory. Only ranges inside the file go
+                // straight to the caller; the last pages go through the
+                // bounce buffer, which copies exactly what was read.
+                Step::Direct(d, n)
+                    if at + n as u64
+                        <= *file_len.get_or_insert_with(|| {
+                            fds.buffered.metadata().map(|m| m.len()).unwrap_or(0)
+                        }) =>
+                {
+                    retry(|| pread(d, &mut rest[..n], at))
+                }
+                Step::Direct(d, n) | Step::Bounced(d, n) => {
+                    let b = bounce.get(n)?;
                     let n = n.min(b.len());
                     let got = retry(|| pread(d, &mut b[..n], at))?;
                     rest[..got].copy_from_slice(&b[..got]);
@@ -210,7 +224,7 @@ pub(crate) fn write(
                 Step::Buffered(n) => retry(|| pwrite(fds.buffered, &rest[..n], at)),
                 Step::Direct(d, n) => retry(|| pwrite(d, &rest[..n], at)),
                 Step::Bounced(d, n) => {
-                    let b = filled(bounce);
+                    let b = bounce.get(n)?;
                     let n = n.min(b.len());
                     b[..n].copy_from_slice(&rest[..n]);
                     retry(|| pwrite(d, &b[..n], at))
@@ -220,9 +234,32 @@ pub(crate) fn write(
     )
 }
 
+/// A task's bounce buffer, allocated on first need (see [`bounce_len`]).
+struct Bounce {
+    configured: u64,
+    buffer: Option<BounceBuffer>,
+    /// The system refused the memory: the error is the allocation's.
+    refused: bool,
+}
+
+impl Bounce {
+    fn get(&mut self, step: usize) -> io::Result<&mut BounceBuffer> {
+        if self.buffer.is_none() {
+            match BounceBuffer::try_get(bounce_len(self.configured, step)) {
+                Ok(b) => self.buffer = Some(b),
+                Err(e) => {
+                    self.refused = true;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(self.buffer.as_mut().expect("filled above"))
+    }
+}
+
 /// The loop both directions share: plan a step, do it (`io` gets the step,
-/// the bytes done so far and the task's bounce buffer slot), account for
-/// it, until the range is done, the file ends (reads) or another task failed.
+/// the bytes done so far and the task's bounce buffer), account for it,
+/// until the range is done, the file ends (reads) or another task failed.
 fn run<'f>(
     fds: Descriptors<'f>,
     operation: Operation,
@@ -230,7 +267,7 @@ fn run<'f>(
     len: usize,
     offset: u64,
     cancel: &AtomicBool,
-    mut io: impl FnMut(Step<'f>, usize, &mut Option<BounceBuffer>) -> io::Result<usize>,
+    mut io: impl FnMut(Step<'f>, usize, &mut Bounce) -> io::Result<usize>,
 ) -> Result<TaskOutcome> {
     let syscall = match operation {
         Operation::Read => "pread",
@@ -238,18 +275,16 @@ fn run<'f>(
     };
     let mut outcome = TaskOutcome::default();
     let mut direct = fds.direct;
-    let mut bounce: Option<BounceBuffer> = None;
+    let mut bounce = Bounce {
+        configured: fds.bounce_size,
+        buffer: None,
+        refused: false,
+    };
     let mut done = 0usize;
     while done < len && !cancel.load(Ordering::Relaxed) {
         let at = offset + done as u64;
         let step = plan_step(at, memory.wrapping_add(done), len - done, direct);
         let used_direct = !matches!(step, Step::Buffered(_));
-        if let (Step::Bounced(_, n), None) = (step, &bounce) {
-            // A system that refuses the memory is an error, not a panic.
-            let buffer = BounceBuffer::try_get(bounce_len(fds.bounce_size, n))
-                .map_err(|e| io_error(operation, "mmap", fds.path, at, e))?;
-            bounce = Some(buffer);
-        }
         match io(step, done, &mut bounce) {
             Ok(0) if operation == Operation::Read => break, // end of file
             Ok(0) => {
@@ -266,18 +301,13 @@ fn run<'f>(
                 outcome.direct_refused = Some(e.to_string());
                 direct = None;
             }
+            // A system that refuses the memory is an error, not a panic.
+            Err(e) if bounce.refused => return Err(io_error(operation, "mmap", fds.path, at, e)),
             Err(e) => return Err(io_error(operation, syscall, fds.path, at, e)),
         }
     }
     outcome.bytes = done as u64;
     Ok(outcome)
-}
-
-/// The task's bounce buffer, allocated (by [`run`]) before the first step
-/// that needs it.
-fn filled(slot: &mut Option<BounceBuffer>) -> &mut BounceBuffer {
-    slot.as_mut()
-        .expect("run allocates the bounce buffer before a bounced step")
 }
 
 /// The bounce buffer's size: `bounce_buffer_size` rounded down to whole

@@ -433,7 +433,11 @@ fn the_path_report_says_what_happened_and_why() {
     assert_eq!(r.task_summary(), "3 tasks: 2 × 4 MiB + 1 × 2097157 B");
     assert_eq!(r.kvik.threads, 2);
     assert!(!r.kvik.direct_io.requested);
-    assert_eq!(r.cufile, CuFileLayer::NotCalled);
+    assert!(
+        matches!(&r.cufile, CuFileLayer::NotCalled { reason } if reason.contains("host memory")),
+        "{:?}",
+        r.cufile
+    );
     let text = r.to_string();
     for needle in [
         "compat mode",
@@ -489,38 +493,42 @@ fn routing_is_decided_at_open_with_reasons() {
 }
 
 #[test]
-fn device_memory_is_routed_then_refused_until_the_device_issue() {
+fn device_ranges_cuda_does_not_know_are_refused_before_any_io() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("device");
-    std::fs::write(&path, vec![0u8; 1 << 20]).unwrap();
+    std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
     let f = FileHandle::open_with(&path, "r+", &settings(2, 4096)).unwrap();
-    // SAFETY: never dereferenced: the request is refused before any I/O.
+    // SAFETY: never dereferenced: the request is refused before any I/O
+    // (no CUDA driver here, or, with one, CUDA does not know this address).
     let device = unsafe { DeviceSliceMut::from_raw(0, 0x7000_0000, 1 << 20) };
     match f.read(device, 0).unwrap_err() {
-        Error::DeviceMemoryUnsupported {
+        Error::NoCuda(reason) => {
+            assert!(gds_core::cuda::probe().is_err());
+            assert!(reason.to_string().contains("CUDA"), "{reason}");
+        }
+        Error::DeviceBuffer {
             operation,
             ordinal,
-            backend,
-            reason,
+            ptr,
+            problem,
             ..
         } => {
-            assert_eq!(
-                (operation, ordinal, backend),
-                (Operation::Read, 0, Backend::Posix)
-            );
-            assert!(reason.contains("bounce buffers"), "{reason}");
+            assert!(gds_core::cuda::probe().is_ok());
+            assert_eq!((operation, ordinal, ptr), (Operation::Read, 0, 0x7000_0000));
+            assert!(problem.contains("device memory"), "{problem}");
         }
-        other => panic!("expected DeviceMemoryUnsupported, got {other}"),
+        other => panic!("expected a refusal before I/O, got {other}"),
     }
     // SAFETY: as above.
     let source = unsafe { kvik_policy::DeviceSlice::from_raw(1, 0x7000_0000, 4096) };
     let err = f.write(source, 0).unwrap_err();
     assert!(
-        err.to_string()
-            .contains("device memory is not supported yet"),
+        matches!(err, Error::NoCuda(_) | Error::DeviceBuffer { .. }),
         "{err}"
     );
     assert_eq!(f.tasks_in_flight(), 0);
+    // Nothing was written.
+    assert_eq!(std::fs::read(&path).unwrap(), vec![7u8; 1 << 20]);
 }
 
 #[test]

@@ -64,7 +64,7 @@ fn staged_reads_and_writes_round_trip_through_device_memory() {
             .chunks(starts.len().div_ceil(4))
             .map(|mine| {
                 let file = &file;
-                let src = src.display().to_string();
+                let src = src.clone();
                 scope.spawn(move || {
                     let mut copies = StagedCopies::default();
                     let mut n = 0;
@@ -104,8 +104,7 @@ fn staged_reads_and_writes_round_trip_through_device_memory() {
     // Reading past the end is a short count, not an error.
     // (Into the spare MiB past `len`, so the round trip below is unaffected.)
     let spare = base + len as u64;
-    let (n, c) =
-        gpu::read_to_device(&file, "src", (len - 100) as u64, 4096, spare, 0, MIB).unwrap();
+    let (n, c) = gpu::read_to_device(&file, &src, (len - 100) as u64, 4096, spare, 0, MIB).unwrap();
     c.wait().unwrap();
     assert_eq!(n, 100);
     let tail = stream.clone_dtoh(&device.slice(len..len + 100)).unwrap();
@@ -116,9 +115,8 @@ fn staged_reads_and_writes_round_trip_through_device_memory() {
     let out = std::fs::File::create(&dst).unwrap();
     for start in (0..len).step_by(task) {
         let size = task.min(len - start);
-        let n =
-            gpu::write_from_device(&out, "dst", start as u64, size, base + start as u64, 0, MIB)
-                .unwrap();
+        let n = gpu::write_from_device(&out, &dst, start as u64, size, base + start as u64, 0, MIB)
+            .unwrap();
         assert_eq!(n, size);
     }
     drop(out);

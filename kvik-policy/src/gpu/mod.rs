@@ -12,37 +12,20 @@ mod staging;
 
 pub use context::context;
 pub use pointer::{PointerInfo, pointer_info};
-pub use staging::{StagedCopies, read_to_device, write_from_device};
+pub use staging::{StagedCopies, prepare, read_to_device, write_from_device};
 
-/// Why a device operation failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum GpuError {
-    /// No CUDA driver or GPU: device memory cannot exist here.
-    #[error(transparent)]
-    NoCuda(#[from] gds_core::cuda::CudaUnavailable),
-    /// A CUDA driver call failed.
-    #[error("{operation} failed: CUDA error {code}")]
-    Cuda {
-        operation: &'static str,
-        code: gds_core::cuda::CudaResult,
-    },
-    /// A read or write through the bounce buffers failed.
-    #[error("{operation} {path} at offset {offset}: {message}")]
-    Io {
-        operation: &'static str,
-        path: String,
-        offset: u64,
-        errno: Option<i32>,
-        message: String,
-    },
+use crate::error::Error;
+
+/// A failed CUDA driver call, as the crate's error.
+fn cuda_error(call: &'static str, code: u32) -> Error {
+    Error::Cuda {
+        call,
+        code: gds_core::cuda::CudaResult(code),
+        path: None,
+        offset: None,
+    }
 }
 
-impl GpuError {
-    fn cuda(operation: &'static str, e: cudarc::driver::DriverError) -> GpuError {
-        GpuError::Cuda {
-            operation,
-            code: gds_core::cuda::CudaResult(e.0 as u32),
-        }
-    }
+fn driver_error(call: &'static str, e: cudarc::driver::DriverError) -> Error {
+    cuda_error(call, e.0 as u32)
 }

@@ -18,20 +18,20 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaStream, sys};
 
-use super::GpuError;
+use std::path::Path;
+
+use crate::error::Error;
+use crate::path_report::Operation;
 
 /// Events that block the waiting thread (instead of spinning, which would
 /// steal the cores `pread` needs) and record no timing.
 const EVENT_FLAGS: u32 = 0x1 | 0x2;
 
-fn check(operation: &'static str, status: sys::CUresult) -> Result<(), GpuError> {
+fn check(call: &'static str, status: sys::CUresult) -> Result<(), Error> {
     if status == sys::CUresult::CUDA_SUCCESS {
         Ok(())
     } else {
-        Err(GpuError::Cuda {
-            operation,
-            code: gds_core::cuda::CudaResult(status as u32),
-        })
+        Err(super::cuda_error(call, status as u32))
     }
 }
 
@@ -43,9 +43,9 @@ struct PinnedBuffer {
 }
 
 impl PinnedBuffer {
-    fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<PinnedBuffer, GpuError> {
+    fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<PinnedBuffer, Error> {
         ctx.bind_to_thread()
-            .map_err(|e| GpuError::cuda("cuCtxSetCurrent", e))?;
+            .map_err(|e| super::driver_error("cuCtxSetCurrent", e))?;
         let mut ptr: *mut c_void = std::ptr::null_mut();
         // SAFETY: allocates `len` bytes of page-locked memory.
         check("cuMemHostAlloc", unsafe {
@@ -81,7 +81,7 @@ struct Event {
 }
 
 impl Event {
-    fn new(ctx: &Arc<CudaContext>) -> Result<Event, GpuError> {
+    fn new(ctx: &Arc<CudaContext>) -> Result<Event, Error> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: creates one event in the current context.
         check("cuEventCreate", unsafe {
@@ -94,7 +94,7 @@ impl Event {
         })
     }
 
-    fn record(&mut self, stream: &CudaStream) -> Result<(), GpuError> {
+    fn record(&mut self, stream: &CudaStream) -> Result<(), Error> {
         // SAFETY: both belong to the current context.
         check("cuEventRecord", unsafe {
             sys::cuEventRecord(self.raw, stream.cu_stream())
@@ -104,7 +104,7 @@ impl Event {
     }
 
     /// Wait for the last recorded copy to finish.
-    fn wait(&mut self) -> Result<(), GpuError> {
+    fn wait(&mut self) -> Result<(), Error> {
         if self.pending {
             // SAFETY: a valid, recorded event.
             check("cuEventSynchronize", unsafe {
@@ -141,12 +141,12 @@ struct Staging {
 }
 
 impl Staging {
-    fn new(ordinal: u32, chunk: usize) -> Result<Staging, GpuError> {
+    fn new(ordinal: u32, chunk: usize) -> Result<Staging, Error> {
         let ctx = super::context(ordinal)?;
         let stream = ctx
             .new_stream()
-            .map_err(|e| GpuError::cuda("cuStreamCreate", e))?;
-        let buffer = || -> Result<StagingBuffer, GpuError> {
+            .map_err(|e| super::driver_error("cuStreamCreate", e))?;
+        let buffer = || -> Result<StagingBuffer, Error> {
             Ok(StagingBuffer {
                 host: PinnedBuffer::new(&ctx, chunk)?,
                 copied: Event::new(&ctx)?,
@@ -164,7 +164,7 @@ impl Staging {
     }
 
     /// The next buffer, once its previous copy has finished.
-    fn next_buffer(&mut self) -> Result<&mut StagingBuffer, GpuError> {
+    fn next_buffer(&mut self) -> Result<&mut StagingBuffer, Error> {
         let i = self.next;
         self.next ^= 1;
         let buffer = &mut self.buffers[i];
@@ -180,8 +180,8 @@ thread_local! {
 fn with_staging<T>(
     ordinal: u32,
     chunk: usize,
-    f: impl FnOnce(&mut Staging) -> Result<T, GpuError>,
-) -> Result<T, GpuError> {
+    f: impl FnOnce(&mut Staging) -> Result<T, Error>,
+) -> Result<T, Error> {
     STAGING.with(|cell| {
         let mut all = cell.borrow_mut();
         let index = match all
@@ -201,9 +201,15 @@ fn with_staging<T>(
         staging
             .ctx
             .bind_to_thread()
-            .map_err(|e| GpuError::cuda("cuCtxSetCurrent", e))?;
+            .map_err(|e| super::driver_error("cuCtxSetCurrent", e))?;
         f(staging)
     })
+}
+
+/// Allocate this thread's stream and pinned buffers for GPU `ordinal` and
+/// `chunk`-byte chunks now, so that the first request does not pay for them.
+pub fn prepare(ordinal: u32, chunk: usize) -> Result<(), Error> {
+    with_staging(ordinal, chunk.max(1), |_| Ok(()))
 }
 
 /// Copies still in flight on worker streams; wait for them before the
@@ -227,35 +233,50 @@ impl StagedCopies {
     }
 
     /// Block until every copy has reached the device.
-    pub fn wait(&self) -> Result<(), GpuError> {
+    pub fn wait(&self) -> Result<(), Error> {
         for stream in &self.streams {
             stream
                 .synchronize()
-                .map_err(|e| GpuError::cuda("cuStreamSynchronize", e))?;
+                .map_err(|e| super::driver_error("cuStreamSynchronize", e))?;
         }
         Ok(())
     }
 }
 
-fn io_error(operation: &'static str, path: &str, offset: u64, e: std::io::Error) -> GpuError {
-    GpuError::Io {
+fn io_error(
+    operation: Operation,
+    syscall: &'static str,
+    path: &Path,
+    offset: u64,
+    source: std::io::Error,
+) -> Error {
+    Error::Io {
         operation,
-        path: path.to_string(),
+        syscall,
+        path: path.to_path_buf(),
         offset,
-        errno: e.raw_os_error(),
-        message: e.to_string(),
+        errno: source.raw_os_error(),
+        source,
     }
 }
 
 /// `pread` until `buf` is full or end of file; EINTR is retried.
-fn pread_full(file: &File, buf: &mut [u8], offset: u64, path: &str) -> Result<usize, GpuError> {
+fn pread_full(file: &File, buf: &mut [u8], offset: u64, path: &Path) -> Result<usize, Error> {
     let mut done = 0;
     while done < buf.len() {
         match file.read_at(&mut buf[done..], offset + done as u64) {
             Ok(0) => break,
             Ok(n) => done += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(io_error("pread", path, offset + done as u64, e)),
+            Err(e) => {
+                return Err(io_error(
+                    Operation::Read,
+                    "pread",
+                    path,
+                    offset + done as u64,
+                    e,
+                ));
+            }
         }
     }
     Ok(done)
@@ -266,13 +287,13 @@ fn pread_full(file: &File, buf: &mut [u8], offset: u64, path: &str) -> Result<us
 /// Returns the bytes read (short at end of file) and the copies in flight.
 pub fn read_to_device(
     file: &File,
-    path: &str,
+    path: &Path,
     file_offset: u64,
     size: usize,
     dst: u64,
     ordinal: u32,
     chunk: usize,
-) -> Result<(usize, StagedCopies), GpuError> {
+) -> Result<(usize, StagedCopies), Error> {
     let chunk = chunk.max(1);
     with_staging(ordinal, chunk, |staging| {
         let stream = staging.stream.clone();
@@ -315,19 +336,19 @@ pub fn read_to_device(
 /// Returns when every byte is in the file (or on the first error).
 pub fn write_from_device(
     file: &File,
-    path: &str,
+    path: &Path,
     file_offset: u64,
     size: usize,
     src: u64,
     ordinal: u32,
     chunk: usize,
-) -> Result<usize, GpuError> {
+) -> Result<usize, Error> {
     let chunk = chunk.max(1);
     with_staging(ordinal, chunk, |staging| {
         let stream = staging.stream.clone();
         let chunks = size.div_ceil(chunk);
         // Enqueue the device→host copy of chunk `i` into buffer `i % 2`.
-        let enqueue = |staging: &mut Staging, i: usize| -> Result<(), GpuError> {
+        let enqueue = |staging: &mut Staging, i: usize| -> Result<(), Error> {
             let start = i * chunk;
             let len = chunk.min(size - start);
             let buffer = &mut staging.buffers[i % 2];
@@ -357,7 +378,7 @@ pub fn write_from_device(
             buffer.copied.wait()?;
             let offset = file_offset + start as u64;
             file.write_all_at(&buffer.host.slice_mut(len)[..len], offset)
-                .map_err(|e| io_error("pwrite", path, offset, e))?;
+                .map_err(|e| io_error(Operation::Write, "pwrite", path, offset, e))?;
         }
         // Leave both buffers free for the next user of this worker.
         staging.next = 0;
