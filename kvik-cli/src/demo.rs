@@ -92,6 +92,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     }
     let memory = transfer::choose_memory(args.host, args.device)?;
     let path = dir.join(format!("kvik-demo-{}.bin", std::process::id()));
+    // Refuse up front rather than fill the disk and fail (seen: --size 1TiB).
+    transfer::ensure_space(&dir, args.size, &path)?;
     let _cleanup = Cleanup {
         path: &path,
         keep: args.keep,

@@ -307,6 +307,21 @@ fn bad_input_exits_2_naming_what_was_wrong() {
 }
 
 #[test]
+fn a_demo_that_cannot_fit_is_refused_before_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    fails(
+        &kvik(&["demo", "--dir", p(dir.path()), "--size", "100TiB"]),
+        1,
+        "free",
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing left behind"
+    );
+}
+
+#[test]
 fn an_unreadable_file_names_the_path() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
