@@ -635,15 +635,7 @@ impl Inner {
         };
         let outcomes = self.run_tasks(settings.num_threads(), work, cancel, inline, &run)?;
 
-        // A read's result is the bytes up to the first task that met the end
-        // of the file; anything after it would not be contiguous.
-        let mut bytes = 0u64;
-        for (t, o) in tasks.iter().zip(&outcomes) {
-            bytes += o.bytes;
-            if o.bytes < t.size {
-                break;
-            }
-        }
+        let bytes = contiguous_bytes(&tasks, &outcomes);
         if let Some(refused) = outcomes.iter().find_map(|o| o.direct_refused.as_ref()) {
             direct_status = format!(
                 "{setting_name} is on, but the filesystem refused O_DIRECT I/O ({refused}): \
@@ -760,4 +752,17 @@ impl Drop for Running<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// A request's result: the bytes up to the first task that came up short
+/// (met the end of the file); anything after it would not be contiguous.
+fn contiguous_bytes(tasks: &[Task], outcomes: &[TaskOutcome]) -> u64 {
+    let mut bytes = 0u64;
+    for (t, o) in tasks.iter().zip(outcomes) {
+        bytes += o.bytes;
+        if o.bytes < t.size {
+            break;
+        }
+    }
+    bytes
 }

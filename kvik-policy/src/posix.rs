@@ -96,7 +96,7 @@ fn retry<T>(mut call: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     }
 }
 
-fn io_error(
+pub(crate) fn io_error(
     operation: Operation,
     syscall: &'static str,
     path: &Path,

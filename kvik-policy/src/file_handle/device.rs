@@ -156,14 +156,7 @@ impl Inner {
             }
         };
 
-        // As for host memory: a read's bytes end at the first short task.
-        let mut bytes = 0u64;
-        for (t, o) in tasks.iter().zip(&outcomes) {
-            bytes += o.bytes;
-            if o.bytes < t.size {
-                break;
-            }
-        }
+        let bytes = super::contiguous_bytes(&tasks, &outcomes);
         let report = PathReport {
             operation,
             path: self.path.clone(),

@@ -22,6 +22,7 @@ use std::path::Path;
 
 use crate::error::Error;
 use crate::path_report::Operation;
+use crate::posix::io_error;
 
 /// Events that block the waiting thread (instead of spinning, which would
 /// steal the cores `pread` needs) and record no timing.
@@ -240,23 +241,6 @@ impl StagedCopies {
                 .map_err(|e| super::driver_error("cuStreamSynchronize", e))?;
         }
         Ok(())
-    }
-}
-
-fn io_error(
-    operation: Operation,
-    syscall: &'static str,
-    path: &Path,
-    offset: u64,
-    source: std::io::Error,
-) -> Error {
-    Error::Io {
-        operation,
-        syscall,
-        path: path.to_path_buf(),
-        offset,
-        errno: source.raw_os_error(),
-        source,
     }
 }
 
