@@ -29,15 +29,6 @@ pub(crate) fn driver() -> Result<&'static Driver, String> {
         .map_err(Clone::clone)
 }
 
-/// The process driver when `driver` is it (always, for handles registered
-/// here), so the evidence can outlive the borrow.
-fn leak_driver(driver: &Driver) -> &'static Driver {
-    match DRIVER.get() {
-        Some(Ok(d)) => d,
-        _ => Box::leak(Box::new(driver.clone())),
-    }
-}
-
 /// Register `path` with cuFile through (a duplicate of) its O_DIRECT descriptor.
 pub(crate) fn register(direct: &File, path: &Path) -> Result<CuFileHandle, String> {
     let driver = driver()?;
@@ -63,18 +54,16 @@ pub(crate) fn base_and_offset(ptr: u64, allocation_base: u64) -> (u64, u64, Regi
 
 /// Snapshot before a request; turned into the report's cuFile layer after it.
 pub(crate) struct Evidence {
-    driver: &'static Driver,
+    driver: Driver,
     before: Result<StatsSnapshot, String>,
 }
 
 impl Evidence {
     /// Read cuFile's counters before a request on `handle`.
     pub(crate) fn start(handle: &CuFileHandle) -> Evidence {
-        let driver = handle.driver();
-        Evidence {
-            driver: leak_driver(driver),
-            before: StatsSnapshot::read(driver).map_err(|e| e.to_string()),
-        }
+        let driver = handle.driver().clone();
+        let before = StatsSnapshot::read(&driver).map_err(|e| e.to_string());
+        Evidence { driver, before }
     }
 
     /// The cuFile layer of the report: what cuFile counted during the
@@ -91,7 +80,7 @@ impl Evidence {
             .ok()
             .map(|exec| predicted(tasks, exec, registration));
         let stats = self.before.and_then(|before| {
-            StatsSnapshot::read(self.driver)
+            StatsSnapshot::read(&self.driver)
                 .map(|after| after.delta_since(&before))
                 .map_err(|e| e.to_string())
         });

@@ -6,6 +6,9 @@
 //! touches cuFile then). `KVIK_TEST_DIR` picks the directory (on a GPU VM
 //! without udev, write SPEC §8's udev entry first).
 
+mod common;
+
+use common::random_bytes;
 use std::io::Write as _;
 use std::path::PathBuf;
 
@@ -38,18 +41,6 @@ fn settings(compat: CompatMode, threads: usize, task_size: u64) -> Settings {
     s.set_num_threads(threads).unwrap();
     s.set_task_size(task_size).unwrap();
     s
-}
-
-fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
 }
 
 fn test_file(name: &str, data: &[u8]) -> PathBuf {
@@ -93,7 +84,7 @@ fn bounce_buffer_reads_and_writes_are_exact() {
         return;
     }
     let len = 64 * MIB + 4097;
-    let data = pattern(len, 1);
+    let data = random_bytes(len, 1);
     let path = test_file("kvik-fh-staged", &data);
     let f =
         FileHandle::open_with(&path, "r+", &settings(CompatMode::On, 4, 4 * MIB as u64)).unwrap();
@@ -166,7 +157,7 @@ fn cufile_reads_report_the_units_the_model_predicts() {
         return;
     }
     let len = 256 * MIB + 8192;
-    let data = pattern(len, 2);
+    let data = random_bytes(len, 2);
     let path = test_file("kvik-fh-cufile", &data);
     let (stream, mut slice) = alloc(len);
     say("task size  registered  tasks  predicted  n  nvfs  posix  verdict");
@@ -230,7 +221,7 @@ fn auto_without_a_direct_path_takes_posix_and_says_why() {
     if !gpu_or_skip("auto_without_a_direct_path") {
         return;
     }
-    let data = pattern(8 * MIB, 3);
+    let data = random_bytes(8 * MIB, 3);
     let path = test_file("kvik-fh-auto", &data);
     let f =
         FileHandle::open_with(&path, "r", &settings(CompatMode::Auto, 4, 4 * MIB as u64)).unwrap();
@@ -254,7 +245,7 @@ fn device_ranges_that_do_not_fit_are_refused_before_any_io() {
     if !gpu_or_skip("device_ranges_that_do_not_fit") {
         return;
     }
-    let data = pattern(4 * MIB, 4);
+    let data = random_bytes(4 * MIB, 4);
     let path = test_file("kvik-fh-small", &data);
     let f = FileHandle::open_with(&path, "r", &settings(CompatMode::On, 2, MIB as u64)).unwrap();
     let (stream, slice) = alloc(MIB);

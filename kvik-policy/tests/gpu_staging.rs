@@ -2,6 +2,9 @@
 //! device allocation, staged writes back to a file, short reads at end of
 //! file, pointer classification. Says "skipped" without a CUDA driver.
 
+mod common;
+
+use common::random_bytes;
 use std::io::Write as _;
 use std::path::PathBuf;
 
@@ -10,18 +13,6 @@ use kvik_policy::MemoryKind;
 use kvik_policy::gpu::{self, StagedCopies};
 
 const MIB: usize = 1 << 20;
-
-fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 fn temp_path(name: &str) -> PathBuf {
     let dir = std::env::var_os("KVIK_TEST_DIR")
@@ -37,7 +28,7 @@ fn staged_reads_and_writes_round_trip_through_device_memory() {
         return;
     }
     let len = 64 * MIB + 12345;
-    let data = pattern(len, 42);
+    let data = random_bytes(len, 42);
     let src = temp_path("kvik-staging-src");
     std::fs::write(&src, &data).unwrap();
 
