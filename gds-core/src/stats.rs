@@ -33,6 +33,20 @@ pub struct IoCounters {
 }
 
 impl IoCounters {
+    /// The sum of two sets of counters.
+    pub fn plus(&self, other: &IoCounters) -> IoCounters {
+        IoCounters {
+            n: self.n + other.n,
+            nvfs: self.nvfs + other.nvfs,
+            posix: self.posix + other.posix,
+            p2p: self.p2p + other.p2p,
+            unaligned: self.unaligned + other.unaligned,
+            dynamic_routing: self.dynamic_routing + other.dynamic_routing,
+            errors: self.errors + other.errors,
+            bytes: self.bytes + other.bytes,
+        }
+    }
+
     fn delta(&self, before: &IoCounters) -> IoCounters {
         IoCounters {
             n: self.n.saturating_sub(before.n),
@@ -99,19 +113,33 @@ impl StatsDelta {
     pub fn writes(&self) -> IoCounters {
         sum(self.gpus.iter().map(|g| g.writes))
     }
+
+    /// Add a later delta (of a later request) to this one, GPU by GPU.
+    pub fn merge(&mut self, later: &StatsDelta) {
+        let (a, b) = (&mut self.ops, &later.ops);
+        a.read_ok += b.read_ok;
+        a.read_err += b.read_err;
+        a.write_ok += b.write_ok;
+        a.write_err += b.write_err;
+        a.read_bytes += b.read_bytes;
+        a.write_bytes += b.write_bytes;
+        a.handle_registers += b.handle_registers;
+        a.buffer_registers += b.buffer_registers;
+        for gpu in &later.gpus {
+            match self.gpus.iter_mut().find(|g| g.uuid == gpu.uuid) {
+                Some(mine) => {
+                    mine.reads = mine.reads.plus(&gpu.reads);
+                    mine.writes = mine.writes.plus(&gpu.writes);
+                    mine.registered_bytes = gpu.registered_bytes;
+                }
+                None => self.gpus.push(gpu.clone()),
+            }
+        }
+    }
 }
 
 fn sum(counters: impl Iterator<Item = IoCounters>) -> IoCounters {
-    counters.fold(IoCounters::default(), |a, c| IoCounters {
-        n: a.n + c.n,
-        nvfs: a.nvfs + c.nvfs,
-        posix: a.posix + c.posix,
-        p2p: a.p2p + c.p2p,
-        unaligned: a.unaligned + c.unaligned,
-        dynamic_routing: a.dynamic_routing + c.dynamic_routing,
-        errors: a.errors + c.errors,
-        bytes: a.bytes + c.bytes,
-    })
+    counters.fold(IoCounters::default(), |a, c| a.plus(&c))
 }
 
 impl StatsSnapshot {
@@ -317,6 +345,38 @@ mod tests {
         assert_eq!(snap.ops.read_ok, 1);
         // Below level 3 there are no per-GPU counters to trust.
         assert!(raw.convert(1, "1.15").gpus.is_empty());
+    }
+
+    #[test]
+    fn merged_deltas_add_per_gpu() {
+        let gpu = |uuid: &str, n| GpuCounters {
+            uuid: uuid.into(),
+            reads: IoCounters {
+                n,
+                posix: n,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut a = StatsDelta {
+            ops: OpCounters {
+                read_ok: 1,
+                ..Default::default()
+            },
+            gpus: vec![gpu("a", 2)],
+        };
+        let b = StatsDelta {
+            ops: OpCounters {
+                read_ok: 2,
+                ..Default::default()
+            },
+            gpus: vec![gpu("a", 3), gpu("b", 1)],
+        };
+        a.merge(&b);
+        assert_eq!(a.ops.read_ok, 3);
+        assert_eq!(a.gpus.len(), 2);
+        assert_eq!(a.reads().n, 6);
+        assert_eq!(a.gpus[0].reads.posix, 5);
     }
 
     #[test]

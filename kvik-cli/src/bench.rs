@@ -921,8 +921,8 @@ fn measure_all(args: &Args) -> Result<Report, CliError> {
                         case.throughput = Summary::from_seconds(args.size, &m.seconds);
                         case.page_cache_resident_max = m.resident_max;
                         if let Some(r) = &m.report {
-                            case.backend = Some(r.kvik.backend.to_string());
-                            case.direct_io = Some(r.kvik.direct_io.status.clone());
+                            case.backend = Some(r.kvik.route.backend.to_string());
+                            case.direct_io = Some(r.kvik.direct_io.status.to_string());
                         }
                     }
                     Err(e) => case.error = Some(e),

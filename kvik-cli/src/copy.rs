@@ -85,10 +85,10 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let read = if size == 0 {
         // Nothing to read; still report how an empty request was routed.
         let t = src
-            .read_with_report(&mut [][..], 0)
+            .read_with_report(&mut [0u8; 0][..], 0)
             .map_err(transfer::policy_error)?;
         let w = out_file
-            .write_with_report(&[][..], 0)
+            .write_with_report(&[0u8; 0][..], 0)
             .map_err(transfer::policy_error)?;
         write_report = Some(w.report);
         transfer::ReadResult {

@@ -18,17 +18,16 @@ use cufile_config::{
     ConfigLocation, ExecutionConfig, LocationSource, ParsedConfig, ValidateOptions,
 };
 use gds_core::readiness::{self, Readiness};
-use gds_core::schedule::{self, Registration, SplitRule};
+use gds_core::schedule::{Registration, SplitRule};
+use kvik_policy::plan::{CuFileSplit, Execution, PlannedRun, Request};
 use kvik_policy::routing::{self, FileRouting, RequestRoute};
-use kvik_policy::{Backend, CompatMode, CuFileAvailability, MemoryKind, Size, parse_size, task};
+use kvik_policy::{
+    Backend, CompatMode, CuFileAvailability, MemoryKind, Settings, Size, parse_size,
+};
 use serde::Serialize;
 
 use crate::CliError;
 use crate::error::print_json;
-
-/// KvikIO's defaults for the settings a plan needs.
-const DEFAULT_TASK_SIZE: u64 = 4 << 20;
-const DEFAULT_GDS_THRESHOLD: u64 = 16 << 10;
 
 /// `--json` lists every task; past this many it refuses (the listing would
 /// run to hundreds of megabytes) and asks for a larger task size.
@@ -59,7 +58,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Memory::Device)]
     pub memory: Memory,
     /// KvikIO's task size [default: KVIKIO_TASK_SIZE, else 4 MiB].
-    #[arg(long, value_parser = size_arg)]
+    #[arg(long, value_parser = crate::transfer::parse_positive_size)]
     pub task_size: Option<u64>,
     /// Device reads smaller than this skip cuFile [default: KVIKIO_GDS_THRESHOLD, else 16 KiB].
     #[arg(long, value_parser = size_arg)]
@@ -95,78 +94,63 @@ pub struct Sourced<T> {
 }
 
 /// The KvikIO settings a plan uses: the command line, else the `KVIKIO_*`
-/// environment, else KvikIO's defaults.
-// This is the seam to `kvik_policy::Settings` once it lands: the same
-// variables, read with the same rules.
+/// environment, else the defaults — kvik-policy's `Settings`, which requests
+/// run under too.
 #[derive(Debug, Clone, Serialize)]
 pub struct PlanSettings {
     pub compat_mode: Sourced<CompatMode>,
     pub task_size: Sourced<u64>,
     pub gds_threshold: Sourced<u64>,
-}
-
-fn setting<T>(
-    flag: Option<T>,
-    flag_name: &str,
-    variable: &str,
-    parse: impl Fn(&str) -> Result<T, String>,
-    default: T,
-) -> Result<Sourced<T>, CliError> {
-    if let Some(value) = flag {
-        return Ok(Sourced {
-            value,
-            source: format!("--{flag_name}"),
-        });
-    }
-    match std::env::var(variable) {
-        Ok(text) => parse(&text)
-            .map(|value| Sourced {
-                value,
-                source: format!("environment ({variable})"),
-            })
-            .map_err(|e| CliError::Usage(format!("{variable}={text:?} is invalid: {e}"))),
-        Err(std::env::VarError::NotPresent) => Ok(Sourced {
-            value: default,
-            source: "KvikIO default".into(),
-        }),
-        Err(std::env::VarError::NotUnicode(raw)) => Err(CliError::Usage(format!(
-            "{variable}={raw:?} is invalid: not UTF-8"
-        ))),
-    }
+    pub num_threads: Sourced<usize>,
+    #[serde(skip)]
+    pub settings: Settings,
 }
 
 impl PlanSettings {
     fn resolve(args: &Args) -> Result<PlanSettings, CliError> {
-        let settings = PlanSettings {
-            compat_mode: setting(
-                args.compat,
-                "compat",
-                "KVIKIO_COMPAT_MODE",
-                compat_arg,
-                CompatMode::Auto,
-            )?,
-            task_size: setting(
-                args.task_size,
-                "task-size",
-                "KVIKIO_TASK_SIZE",
-                size_arg,
-                DEFAULT_TASK_SIZE,
-            )?,
-            gds_threshold: setting(
-                args.gds_threshold,
-                "gds-threshold",
-                "KVIKIO_GDS_THRESHOLD",
-                size_arg,
-                DEFAULT_GDS_THRESHOLD,
-            )?,
-        };
-        if settings.task_size.value == 0 {
-            return Err(CliError::Usage(format!(
-                "task size 0 (from {}) is invalid: it must be > 0",
-                settings.task_size.source
-            )));
+        let mut settings = Settings::global().map_err(crate::transfer::policy_error)?;
+        if let Some(mode) = args.compat {
+            settings.set_compat_mode(mode);
         }
-        Ok(settings)
+        if let Some(bytes) = args.task_size {
+            settings
+                .set_task_size(bytes)
+                .map_err(crate::transfer::policy_error)?;
+        }
+        if let Some(bytes) = args.gds_threshold {
+            settings.set_gds_threshold(bytes);
+        }
+        let views = settings.describe();
+        let source = |name: &str, flag: Option<&str>| match flag {
+            Some(flag) => flag.to_string(),
+            None => views
+                .iter()
+                .find(|v| v.name == name)
+                .map(|v| v.source.to_string())
+                .unwrap_or_default(),
+        };
+        Ok(PlanSettings {
+            compat_mode: Sourced {
+                value: settings.compat_mode(),
+                source: source("compat_mode", args.compat.map(|_| "--compat")),
+            },
+            task_size: Sourced {
+                value: settings.task_size(),
+                source: source("task_size", args.task_size.map(|_| "--task-size")),
+            },
+            gds_threshold: Sourced {
+                value: settings.gds_threshold(),
+                source: source(
+                    "gds_threshold",
+                    args.gds_threshold.map(|_| "--gds-threshold"),
+                ),
+            },
+            num_threads: Sourced {
+                value: settings.num_threads(),
+                source: source("num_threads", None),
+            },
+            settings,
+        })
     }
 }
 
@@ -375,23 +359,6 @@ pub struct TaskView {
     pub work_units: Vec<UnitView>,
 }
 
-/// Consecutive tasks of the same size (and so the same units), as one row.
-#[derive(Debug, Clone, Serialize)]
-pub struct Run {
-    pub tasks: u64,
-    pub first_file_offset: u64,
-    pub last_file_offset: u64,
-    pub task_size: u64,
-    pub backend: Backend,
-    pub work_units_per_task: u64,
-    /// The unit sizes of one task, as `count × size` runs.
-    pub unit_sizes: String,
-    /// Why cuFile splits each task so (absent for POSIX tasks).
-    pub split_rule: Option<SplitRule>,
-    /// The same, in words.
-    pub split_reason: Option<String>,
-}
-
 #[derive(Debug, Clone, Serialize)]
 pub struct Totals {
     pub tasks: u64,
@@ -415,8 +382,11 @@ pub struct Plan {
     pub routing: Routing,
     pub this_machine: ThisMachine,
     pub cufile: CuFileSettings,
+    /// Where the tasks run.
+    pub execution: Execution,
     pub totals: Totals,
-    pub runs: Vec<Run>,
+    /// The tasks as runs of equal tasks, with cuFile's split of each.
+    pub runs: Vec<PlannedRun>,
     /// Every task; filled only for `--json`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tasks: Option<Vec<TaskView>>,
@@ -432,7 +402,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     }
 }
 
-/// The plan for `args` on a machine described by `facts`.
+/// The plan for `args` on a machine described by `facts`: kvik-policy's
+/// planning function (what `FileHandle` executes), on what-if routing.
 pub fn build(args: &Args, facts: &Readiness, location: &ConfigLocation) -> Result<Plan, CliError> {
     if args
         .offset
@@ -462,106 +433,44 @@ pub fn build(args: &Args, facts: &Readiness, location: &ConfigLocation) -> Resul
     let (assumed, assumptions) = what_if(&here);
     let file = routing::route_file(settings.compat_mode.value, &assumed)
         .expect("the what-if availability is always usable");
-    let request = routing::route_request(&file, memory, args.size, settings.gds_threshold.value);
-    let this_machine = this_machine(facts, &here, &settings, memory, args.size, &request);
-
-    // KvikIO serves a device request below gds_threshold with one POSIX call
-    // on the calling thread; everything else goes through the task split.
-    let below_threshold = matches!(memory, MemoryKind::Device { .. })
-        && file.device_backend == Backend::Cufile
-        && request.backend == Backend::Posix;
-    let split = if below_threshold {
-        task::split(args.offset, args.size, u64::MAX)
-    } else {
-        task::split(args.offset, args.size, settings.task_size.value)
+    let split = CuFileSplit {
+        execution: cufile.config,
+        registration: Registration::from(args.registered),
     };
-    let task_count = split.len() as u64;
+    let plan = kvik_policy::plan::plan(
+        Request::read(args.offset, args.size, memory),
+        &settings.settings,
+        &file,
+        Some(split),
+    );
+    let this_machine = this_machine(facts, &here, &settings, memory, args.size, &plan.route);
+
+    let task_count = plan.task_count();
     if args.json && task_count > MAX_JSON_TASKS {
         return Err(CliError::Usage(format!(
             "--json lists every task and this plan has {task_count} (more than {MAX_JSON_TASKS}); \
              use a larger --task-size"
         )));
     }
-    let registration = Registration::from(args.registered);
-    let units_of = |task: &task::Task| {
-        schedule::plan(
-            schedule::Request {
-                file_offset: task.file_offset,
-                buffer_offset: task.buffer_offset,
-                size: task.size,
-            },
-            &cufile.config,
-            registration,
-        )
-    };
-
-    // KvikIO's split gives every task but the last the same size, and a
-    // task's units depend only on its size: the runs come from arithmetic,
-    // not iteration (a 1 PiB plan of 4 KiB tasks prints at once).
-    let mut runs: Vec<Run> = Vec::new();
-    let mut work_units = 0;
-    if task_count > 0 {
-        let chunk = split.chunk_size();
-        let last_start = (task_count - 1) * chunk;
-        let last_size = args.size - last_start;
-        let full_tasks = if last_size == chunk {
-            task_count
-        } else {
-            task_count - 1
-        };
-        let groups = [
-            (0, chunk, full_tasks),
-            (last_start, last_size, task_count - full_tasks),
-        ];
-        for (start, size, count) in groups {
-            if count == 0 {
-                continue;
-            }
-            let task = task::Task {
-                file_offset: args.offset + start,
-                buffer_offset: start,
-                size,
-            };
-            let (per_task, unit_sizes, split_rule) = if request.backend == Backend::Cufile {
-                let units = units_of(&task);
-                let rule = units.rule();
-                (units.unit_count(), unit_sizes_text(&units), Some(rule))
-            } else {
-                (0, String::new(), None)
-            };
-            work_units += per_task * count;
-            runs.push(Run {
-                tasks: count,
-                first_file_offset: task.file_offset,
-                last_file_offset: task.file_offset + (count - 1) * size,
-                task_size: size,
-                backend: request.backend,
-                work_units_per_task: per_task,
-                unit_sizes,
-                split_reason: split_rule.map(|rule| rule.to_string()),
-                split_rule,
-            });
-        }
-    }
-
     let tasks = args.json.then(|| {
-        split
+        plan.tasks()
             .map(|task| TaskView {
                 file_offset: task.file_offset,
                 buffer_offset: task.buffer_offset,
                 size: task.size,
-                backend: request.backend,
-                work_units: if request.backend == Backend::Cufile {
-                    units_of(&task)
-                        .map(|u| UnitView {
-                            file_offset: u.file_offset,
-                            buffer_offset: u.buffer_offset,
-                            size: u.size,
-                        })
-                        .collect()
-                } else {
-                    Vec::new()
-                },
+                backend: plan.route.backend,
+                work_units: plan
+                    .work_units(&task)
+                    .map(|units| {
+                        units
+                            .map(|u| UnitView {
+                                file_offset: u.file_offset,
+                                buffer_offset: u.buffer_offset,
+                                size: u.size,
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
             })
             .collect()
     });
@@ -573,21 +482,22 @@ pub fn build(args: &Args, facts: &Readiness, location: &ConfigLocation) -> Resul
             memory,
             registered: args.registered,
         },
-        settings,
         routing: Routing {
             file,
-            request,
+            request: plan.route,
             assumptions,
         },
         this_machine,
         cufile,
+        execution: plan.execution,
         totals: Totals {
             tasks: task_count,
-            work_units,
+            work_units: plan.total_work_units().unwrap_or(0),
             bytes: args.size,
         },
-        runs,
+        runs: plan.runs(),
         tasks,
+        settings,
     })
 }
 
@@ -604,7 +514,7 @@ fn what_if(here: &CuFileAvailability) -> (CuFileAvailability, Vec<String>) {
     let assumed = CuFileAvailability {
         usable: true,
         direct_path: true,
-        reasons: Vec::new(),
+        evidence: Vec::new(),
     };
     (assumed, vec![assumption])
 }
@@ -619,7 +529,7 @@ fn this_machine(
 ) -> ThisMachine {
     let verdict = facts.verdict.kind;
     let refuse = |mut reasons: Vec<String>| {
-        for reason in &here.reasons {
+        for reason in &here.evidence {
             // The first reason may already quote the CUDA probe.
             if !reasons.iter().any(|r| r.contains(reason.as_str())) {
                 reasons.push(reason.clone());
@@ -646,7 +556,7 @@ fn this_machine(
                     route.backend, route.reason
                 )];
                 if memory != MemoryKind::Host {
-                    reasons.extend(file.reasons);
+                    reasons.extend(file.reasons());
                 }
                 ThisMachine {
                     can_execute: true,
@@ -658,7 +568,7 @@ fn this_machine(
                     "this machine would route the request to {} instead: {}",
                     route.backend, route.reason
                 )];
-                reasons.extend(file.reasons);
+                reasons.extend(file.reasons());
                 ThisMachine {
                     can_execute: false,
                     verdict,
@@ -670,10 +580,10 @@ fn this_machine(
 }
 
 /// A task's units as `count × size` runs: "4 × 256 MiB", "1 × 4 MiB, 1 × 4100 KiB".
-fn unit_sizes_text(units: &schedule::WorkUnits) -> String {
-    units
-        .size_runs()
-        .map(|(count, size)| format!("{count} × {}", Size(size)))
+fn unit_sizes_text(unit_sizes: &[(u64, u64)]) -> String {
+    unit_sizes
+        .iter()
+        .map(|(count, size)| format!("{count} × {}", Size(*size)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -711,15 +621,7 @@ pub fn render(plan: &Plan) -> String {
 
     let routing = &plan.routing;
     let _ = writeln!(out, "routing: {}", routing.request.backend);
-    let request_reason = match (r.memory, routing.request.backend) {
-        (MemoryKind::Device { .. }, Backend::Cufile) => format!(
-            "{} is at least gds_threshold ({}): cuFile",
-            Size(r.size),
-            Size(plan.settings.gds_threshold.value)
-        ),
-        _ => routing.request.reason.clone(),
-    };
-    let _ = writeln!(out, "  - this request: {request_reason}");
+    let _ = writeln!(out, "  - this request: {}", routing.request.reason);
     let resolved = if routing.file.requested == routing.file.effective {
         String::new()
     } else {
@@ -730,7 +632,7 @@ pub fn render(plan: &Plan) -> String {
         "  - compat mode {} ({}){resolved}: device memory goes to {}",
         routing.file.requested, plan.settings.compat_mode.source, routing.file.device_backend
     );
-    for reason in routing.file.reasons.iter().chain(&routing.assumptions) {
+    for reason in routing.file.reasons().iter().chain(&routing.assumptions) {
         let _ = writeln!(out, "  - {reason}");
     }
     let m = &plan.this_machine;
@@ -779,9 +681,13 @@ pub fn render(plan: &Plan) -> String {
     }
 
     let t = &plan.totals;
+    let threads = match plan.execution {
+        Execution::CallingThread => "on the calling thread".to_string(),
+        Execution::Pool { threads } => format!("on {threads} pool threads"),
+    };
     let _ = writeln!(
         out,
-        "\nplan: {} task{}, {} cuFile work unit{}",
+        "\nplan: {} task{}, {} cuFile work unit{}, {threads}",
         t.tasks,
         if t.tasks == 1 { "" } else { "s" },
         t.work_units,
@@ -795,23 +701,24 @@ pub fn render(plan: &Plan) -> String {
         .runs
         .iter()
         .map(|run| {
-            let offsets = if run.tasks == 1 {
-                offset_text(run.first_file_offset)
+            let tasks = &run.tasks;
+            let offsets = if tasks.count == 1 {
+                offset_text(tasks.first_file_offset)
             } else {
                 format!(
                     "{} … {} (every {})",
-                    offset_text(run.first_file_offset),
-                    offset_text(run.last_file_offset),
-                    Size(run.task_size)
+                    offset_text(tasks.first_file_offset),
+                    offset_text(tasks.last_file_offset()),
+                    Size(tasks.size)
                 )
             };
             [
-                run.tasks.to_string(),
-                Size(run.task_size).to_string(),
+                tasks.count.to_string(),
+                Size(tasks.size).to_string(),
                 offsets,
                 run.backend.to_string(),
                 if run.backend == Backend::Cufile {
-                    run.unit_sizes.clone()
+                    unit_sizes_text(&run.unit_sizes)
                 } else {
                     "— (POSIX)".into()
                 },
@@ -850,11 +757,7 @@ pub fn render(plan: &Plan) -> String {
     for row in &rows {
         line([&row[0], &row[1], &row[2], &row[3], &row[4]]);
     }
-    let mut rules: Vec<&String> = plan
-        .runs
-        .iter()
-        .filter_map(|run| run.split_reason.as_ref())
-        .collect();
+    let mut rules: Vec<SplitRule> = plan.runs.iter().filter_map(|run| run.split_rule).collect();
     rules.dedup();
     for rule in rules {
         let _ = writeln!(out, "  cuFile's split: {rule}");

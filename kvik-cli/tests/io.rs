@@ -79,7 +79,7 @@ fn write_then_read_with_checksums_that_agree_with_zlib() {
     let expected = format!("{:08x}", crc32fast::hash(&bytes));
     assert_eq!(w["checksum_crc32"], expected.as_str());
     assert_eq!(w["bytes"], size);
-    assert_eq!(w["report"]["kvik"]["backend"], "posix");
+    assert_eq!(w["report"]["kvik"]["route"]["backend"], "posix");
 
     let r = json(&kvik(&[
         "read",
@@ -92,17 +92,14 @@ fn write_then_read_with_checksums_that_agree_with_zlib() {
     assert_eq!(r["bytes"], size);
     assert!(r["seconds"].as_f64().unwrap() > 0.0);
     assert_eq!(r["checksum_crc32"], expected.as_str());
-    assert_eq!(r["report"]["kvik"]["backend"], "posix");
+    assert_eq!(r["report"]["kvik"]["route"]["backend"], "posix");
     assert_eq!(
-        r["report"]["kvik"]["reason"],
-        "host memory is always read and written with POSIX"
+        r["report"]["kvik"]["route"]["reason"]["kind"],
+        "host_memory"
     );
-    assert_eq!(r["report"]["kvik"]["threads"], 3);
-    assert_eq!(
-        r["report"]["kvik"]["tasks"].as_array().unwrap().len(),
-        1,
-        "4 MiB tasks"
-    );
+    assert_eq!(r["settings"]["num_threads"]["value"], 3);
+    assert_eq!(task_count(&r["report"]), 1, "4 MiB tasks");
+    assert_eq!(r["report"]["kvik"]["execution"]["kind"], "calling_thread");
     assert_eq!(r["memory"]["kind"], "host");
 
     // zlib itself, where Python is at hand.
@@ -187,7 +184,7 @@ fn copy_is_byte_identical_and_copies_into_directories() {
         c["checksum_crc32"],
         format!("{:08x}", crc32fast::hash(&original)).as_str()
     );
-    assert_eq!(c["read"]["report"]["kvik"]["backend"], "posix");
+    assert_eq!(c["read"]["report"]["kvik"]["route"]["backend"], "posix");
     assert_eq!(c["write"]["report"]["operation"], "write");
     assert_eq!(c["write"]["report"]["path"], p(&dst));
     // Windows of 1 MiB: the read report covers all of them.
@@ -357,14 +354,14 @@ fn compat_off_without_cufile_is_an_operational_failure_with_reasons() {
         "compat mode is OFF",
     );
     let on = json(&kvik(&["read", p(&file), "--compat", "on", "--json"]));
-    assert_eq!(on["report"]["kvik"]["requested_compat_mode"], "ON");
+    assert_eq!(on["report"]["kvik"]["file"]["requested"], "ON");
     let auto = json(&kvik(&["read", p(&file), "--json"]));
-    let kvik_layer = &auto["report"]["kvik"];
-    assert_eq!(kvik_layer["requested_compat_mode"], "AUTO");
-    assert_eq!(kvik_layer["effective_compat_mode"], "ON");
-    let reasons = kvik_layer["file_reasons"].to_string();
-    assert!(reasons.contains("cuFile is not available"), "{reasons}");
-    assert!(reasons.contains("no CUDA driver"), "{reasons}");
+    let file = &auto["report"]["kvik"]["file"];
+    assert_eq!(file["requested"], "AUTO");
+    assert_eq!(file["effective"], "ON");
+    assert_eq!(file["decision"]["kind"], "auto_unavailable");
+    let evidence = file["evidence"].to_string();
+    assert!(evidence.contains("no CUDA driver"), "{evidence}");
     assert!(
         auto["memory"]["reason"]
             .as_str()
@@ -448,23 +445,14 @@ fn the_environment_reaches_reads() {
         .unwrap();
     let v = json(&out);
     assert_eq!(v["report"]["kvik"]["task_size"], 16384);
-    assert_eq!(v["report"]["kvik"]["tasks"].as_array().unwrap().len(), 7);
-    assert_eq!(
-        v["report"]["kvik"]["file_reasons"][0],
-        "compat mode ON: cuFile is never used"
-    );
+    assert_eq!(task_count(&v["report"]), 7);
+    assert_eq!(v["report"]["kvik"]["file"]["decision"]["kind"], "compat_on");
     // The command line beats the environment.
     let out = kvik_cmd(&["read", p(&file), "--json", "--task-size", "50000"])
         .env("KVIKIO_TASK_SIZE", "16KiB")
         .output()
         .unwrap();
-    assert_eq!(
-        json(&out)["report"]["kvik"]["tasks"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(task_count(&json(&out)["report"]), 2);
 }
 
 #[test]
@@ -481,13 +469,8 @@ fn demo_writes_reads_verifies_and_cleans_up() {
     assert_eq!(v["verified"], true);
     assert_eq!(v["read"]["bytes"], 8 << 20);
     assert_eq!(v["write"]["bytes"], 8 << 20);
-    assert_eq!(v["read"]["report"]["kvik"]["backend"], "posix");
-    assert!(
-        !v["read"]["report"]["kvik"]["file_reasons"]
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(v["read"]["report"]["kvik"]["route"]["backend"], "posix");
+    assert!(v["read"]["report"]["kvik"]["file"]["decision"]["kind"].is_string());
     assert_eq!(v["memory"]["kind"], "host");
     assert_eq!(v["checksum_crc32"].as_str().unwrap().len(), 8);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "removed");
@@ -546,4 +529,14 @@ fn copy_of_a_1_gib_random_file_is_byte_identical() {
         offset += n as u64;
     }
     assert_eq!(offset, 1 << 30);
+}
+
+/// The number of tasks in a path report (its task runs, summed).
+fn task_count(report: &serde_json::Value) -> u64 {
+    report["kvik"]["tasks"]
+        .as_array()
+        .expect("task runs")
+        .iter()
+        .map(|run| run["count"].as_u64().unwrap())
+        .sum()
 }

@@ -125,7 +125,7 @@ fn one_gib_in_kvikio_tasks_under_the_built_in_defaults() {
     );
     let notes = cufile["notes"].to_string();
     assert!(notes.contains(NO_CONFIG), "{notes}");
-    assert_eq!(plan["settings"]["task_size"]["source"], "KvikIO default");
+    assert_eq!(plan["settings"]["task_size"]["source"], "default");
     assert_eq!(plan["settings"]["compat_mode"]["source"], "--compat");
 }
 
@@ -194,8 +194,11 @@ fn a_device_request_below_gds_threshold_is_one_posix_call() {
     assert_eq!(u(&plan["totals"]["tasks"]), 1, "not split into tasks");
     assert_eq!(u(&plan["totals"]["work_units"]), 0);
     assert_eq!(plan["tasks"][0]["backend"], "posix");
-    let reason = plan["routing"]["request"]["reason"].as_str().unwrap();
-    assert!(reason.contains("below gds_threshold"), "{reason}");
+    assert_eq!(
+        plan["routing"]["request"]["reason"]["kind"],
+        "below_gds_threshold"
+    );
+    assert_eq!(plan["execution"]["kind"], "calling_thread");
     assert_eq!(
         plan["settings"]["gds_threshold"]["source"],
         "--gds-threshold"
@@ -319,7 +322,7 @@ fn bad_input_exits_2_and_names_the_value() {
         ),
         (
             &["--size", "1GiB", "--task-size", "0"],
-            &["task size 0", "--task-size"],
+            &["--task-size", "greater than 0"],
         ),
         (
             &["--size", "1GiB", "--gds-threshold", "lots"],

@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use kvik_policy::{CompatMode, DeviceSliceMut, FileHandle, Settings, gpu, parse_size};
+use kvik_policy::{CompatMode, FileHandle, Settings, gpu, parse_size};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -36,16 +36,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let handle = FileHandle::open_with(&file, "r", &settings)?;
         let size = handle.nbytes()? as usize;
         let mut buffer = stream.alloc_zeros::<u8>(size)?;
-        handle.read_exact(DeviceSliceMut::from_cuda(&mut buffer)?, 0)?; // warm-up: pool, pinned buffers
+        handle.read_exact(&mut buffer, 0)?; // warm-up: pool, pinned buffers
         let mut rates = Vec::new();
         let mut backend = String::new();
         for _ in 0..reps {
-            let slice = DeviceSliceMut::from_cuda(&mut buffer)?;
             let start = Instant::now();
-            let done = handle.read_with_report(slice, 0)?;
+            let done = handle.read_with_report(&mut buffer, 0)?;
             let seconds = start.elapsed().as_secs_f64();
             assert_eq!(done.bytes, size);
-            backend = done.report.kvik.backend.to_string();
+            backend = done.report.kvik.route.backend.to_string();
             rates.push(size as f64 / seconds / 1e9);
         }
         rates.sort_by(f64::total_cmp);

@@ -1,21 +1,32 @@
 //! The memory a request reads into or writes from.
 //!
 //! * [`BufMut`] / [`Buf`]: borrowed, for the blocking calls
-//!   (`FileHandle::read` / `write`): host slices, or device memory.
+//!   (`FileHandle::read` / `write`) and for scoped background requests
+//!   ([`crate::scope`]). Anything that converts into them works: host slices
+//!   and vectors of plain-data types (`&mut [f32]`, `&mut Vec<u16>`: any
+//!   `bytemuck::Pod`), cudarc's device memory (`&mut CudaSlice<T>`,
+//!   `CudaViewMut<T>` and sub-ranges of either), [`AlignedBuffer`].
 //! * [`IoBufferMut`] / [`IoBuffer`]: owned, for `pread` / `pwrite`, which
 //!   run in the background and hand the buffer back when they finish (so no
-//!   task can outlive the memory it writes to).
-//! * [`AlignedBuffer`]: page-aligned host memory — what O_DIRECT needs, and
-//!   what `kvik read` reads into.
+//!   task can outlive the memory it writes to): `Vec<T>`, `Box<[T]>`,
+//!   `CudaSlice<T>`, [`AlignedBuffer`].
+//! * [`DeviceSliceMut`] / [`DeviceSlice`]: device memory by address, for
+//!   memory that cudarc does not own (a Python tensor, another library's
+//!   allocation). Making one is `unsafe`: that is where a raw device
+//!   address enters, and the caller vouches for it. Nothing else in the
+//!   crate takes a raw device address.
 //!
-//! Device memory is represented today only by its address ([`DeviceSliceMut`]):
-//! requests into it are routed and reported, then refused with
-//! `Error::DeviceMemoryUnsupported`. The device-memory issue adds the data
-//! path (and owned device buffers implementing [`IoBufferMut`]).
+//! Device memory from cudarc is ordered after the work queued on its
+//! stream: a request waits for that stream (and, where cudarc tracks events
+//! across streams, for the other streams that used the memory) before it
+//! starts, and the blocking calls return only when every copy has landed.
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use bytemuck::{NoUninit, Pod};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
 
 use crate::routing::MemoryKind;
 
@@ -29,17 +40,18 @@ pub enum BufMut<'a> {
 
 /// Memory a write takes its bytes from.
 #[non_exhaustive]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Buf<'a> {
     Host(&'a [u8]),
     Device(DeviceSlice<'a>),
 }
 
 impl BufMut<'_> {
+    /// The length in bytes.
     pub fn len(&self) -> usize {
         match self {
             BufMut::Host(s) => s.len(),
-            BufMut::Device(d) => d.len,
+            BufMut::Device(d) => d.range.len,
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -48,16 +60,19 @@ impl BufMut<'_> {
     pub fn memory(&self) -> MemoryKind {
         match self {
             BufMut::Host(_) => MemoryKind::Host,
-            BufMut::Device(d) => MemoryKind::Device { ordinal: d.ordinal },
+            BufMut::Device(d) => MemoryKind::Device {
+                ordinal: d.range.ordinal,
+            },
         }
     }
 }
 
 impl Buf<'_> {
+    /// The length in bytes.
     pub fn len(&self) -> usize {
         match self {
             Buf::Host(s) => s.len(),
-            Buf::Device(d) => d.len,
+            Buf::Device(d) => d.range.len,
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -66,24 +81,26 @@ impl Buf<'_> {
     pub fn memory(&self) -> MemoryKind {
         match self {
             Buf::Host(_) => MemoryKind::Host,
-            Buf::Device(d) => MemoryKind::Device { ordinal: d.ordinal },
+            Buf::Device(d) => MemoryKind::Device {
+                ordinal: d.range.ordinal,
+            },
         }
     }
 }
 
-impl<'a> From<&'a mut [u8]> for BufMut<'a> {
-    fn from(s: &'a mut [u8]) -> Self {
-        BufMut::Host(s)
+impl<'a, T: Pod> From<&'a mut [T]> for BufMut<'a> {
+    fn from(s: &'a mut [T]) -> Self {
+        BufMut::Host(bytemuck::cast_slice_mut(s))
     }
 }
-impl<'a, const N: usize> From<&'a mut [u8; N]> for BufMut<'a> {
-    fn from(s: &'a mut [u8; N]) -> Self {
-        BufMut::Host(s)
+impl<'a, T: Pod, const N: usize> From<&'a mut [T; N]> for BufMut<'a> {
+    fn from(s: &'a mut [T; N]) -> Self {
+        BufMut::Host(bytemuck::cast_slice_mut(s.as_mut_slice()))
     }
 }
-impl<'a> From<&'a mut Vec<u8>> for BufMut<'a> {
-    fn from(s: &'a mut Vec<u8>) -> Self {
-        BufMut::Host(s)
+impl<'a, T: Pod> From<&'a mut Vec<T>> for BufMut<'a> {
+    fn from(s: &'a mut Vec<T>) -> Self {
+        BufMut::Host(bytemuck::cast_slice_mut(s.as_mut_slice()))
     }
 }
 impl<'a> From<&'a mut AlignedBuffer> for BufMut<'a> {
@@ -96,19 +113,41 @@ impl<'a> From<DeviceSliceMut<'a>> for BufMut<'a> {
         BufMut::Device(d)
     }
 }
-impl<'a> From<&'a [u8]> for Buf<'a> {
-    fn from(s: &'a [u8]) -> Self {
-        Buf::Host(s)
+impl<'a, T: Pod> From<&'a mut CudaSlice<T>> for BufMut<'a> {
+    fn from(s: &'a mut CudaSlice<T>) -> Self {
+        BufMut::Device(DeviceSliceMut::from_cuda(s))
     }
 }
-impl<'a, const N: usize> From<&'a [u8; N]> for Buf<'a> {
-    fn from(s: &'a [u8; N]) -> Self {
-        Buf::Host(s)
+impl<'a, T: Pod> From<&'a mut CudaViewMut<'_, T>> for BufMut<'a> {
+    fn from(s: &'a mut CudaViewMut<'_, T>) -> Self {
+        BufMut::Device(DeviceSliceMut::from_cuda(s))
     }
 }
-impl<'a> From<&'a Vec<u8>> for Buf<'a> {
-    fn from(s: &'a Vec<u8>) -> Self {
-        Buf::Host(s)
+impl<'a, T: Pod> From<CudaViewMut<'a, T>> for BufMut<'a> {
+    fn from(mut s: CudaViewMut<'a, T>) -> Self {
+        let d = DeviceSliceMut::from_cuda(&mut s);
+        // The view only borrows its allocation for 'a; the slice keeps that borrow.
+        BufMut::Device(DeviceSliceMut {
+            range: d.range,
+            after: d.after,
+            _memory: PhantomData,
+        })
+    }
+}
+
+impl<'a, T: NoUninit> From<&'a [T]> for Buf<'a> {
+    fn from(s: &'a [T]) -> Self {
+        Buf::Host(bytemuck::cast_slice(s))
+    }
+}
+impl<'a, T: NoUninit, const N: usize> From<&'a [T; N]> for Buf<'a> {
+    fn from(s: &'a [T; N]) -> Self {
+        Buf::Host(bytemuck::cast_slice(s.as_slice()))
+    }
+}
+impl<'a, T: NoUninit> From<&'a Vec<T>> for Buf<'a> {
+    fn from(s: &'a Vec<T>) -> Self {
+        Buf::Host(bytemuck::cast_slice(s.as_slice()))
     }
 }
 impl<'a> From<&'a AlignedBuffer> for Buf<'a> {
@@ -121,10 +160,36 @@ impl<'a> From<DeviceSlice<'a>> for Buf<'a> {
         Buf::Device(d)
     }
 }
+impl<'a, T: NoUninit> From<&'a CudaSlice<T>> for Buf<'a> {
+    fn from(s: &'a CudaSlice<T>) -> Self {
+        Buf::Device(DeviceSlice::from_cuda(s))
+    }
+}
+impl<'a, T: NoUninit> From<&'a CudaView<'_, T>> for Buf<'a> {
+    fn from(s: &'a CudaView<'_, T>) -> Self {
+        Buf::Device(DeviceSlice::from_cuda(s))
+    }
+}
+impl<'a, T: NoUninit> From<CudaView<'a, T>> for Buf<'a> {
+    fn from(s: CudaView<'a, T>) -> Self {
+        let d = DeviceSlice::from_cuda(&s);
+        Buf::Device(DeviceSlice {
+            range: d.range,
+            after: d.after,
+            _memory: PhantomData,
+        })
+    }
+}
+impl<'a, T: NoUninit> From<&'a CudaViewMut<'_, T>> for Buf<'a> {
+    fn from(s: &'a CudaViewMut<'_, T>) -> Self {
+        Buf::Device(DeviceSlice::from_cuda(s))
+    }
+}
 
 /// A range of device memory: GPU `ordinal`, a CUDA device address
-/// (`CUdeviceptr`) and a length. Nothing here dereferences it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// (`CUdeviceptr`) and a length in bytes. A plain description: nothing
+/// reads or writes through it, and making one vouches for nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct DeviceRange {
     pub ordinal: u32,
     pub ptr: u64,
@@ -135,96 +200,120 @@ pub struct DeviceRange {
 #[derive(Debug)]
 pub struct DeviceSliceMut<'a> {
     range: DeviceRange,
+    /// The stream whose queued work must finish before the request starts.
+    after: Option<Arc<CudaStream>>,
     _memory: PhantomData<&'a mut [u8]>,
 }
 
 /// Device memory to write from, borrowed for `'a`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct DeviceSlice<'a> {
     range: DeviceRange,
+    /// The stream whose queued work must finish before the request starts.
+    after: Option<Arc<CudaStream>>,
     _memory: PhantomData<&'a [u8]>,
 }
 
-impl DeviceSliceMut<'_> {
+impl<'a> DeviceSliceMut<'a> {
+    /// Device memory by address: `len` bytes at `ptr` on GPU `ordinal`.
+    ///
+    /// Requests check what CUDA knows about the range before any I/O (it
+    /// must be device memory of that GPU, inside one allocation), but they
+    /// cannot check who else uses it.
+    ///
     /// # Safety
     /// `ptr..ptr + len` must be device memory on GPU `ordinal` that stays
-    /// allocated, and is not accessed by anyone else, for the lifetime.
+    /// allocated, and that nobody else reads or writes, for `'a`; work
+    /// queued on it must be complete (or ordered with [`Self::after`]).
     pub unsafe fn from_raw(ordinal: u32, ptr: u64, len: usize) -> Self {
-        let range = DeviceRange { ordinal, ptr, len };
         DeviceSliceMut {
-            range,
+            range: DeviceRange { ordinal, ptr, len },
+            after: None,
             _memory: PhantomData,
         }
     }
-}
 
-impl<'a> DeviceSliceMut<'a> {
-    /// All of a cudarc allocation. Work queued on its stream is waited for
-    /// first, so the read cannot race it.
-    pub fn from_cuda(
-        slice: &'a mut cudarc::driver::CudaSlice<u8>,
-    ) -> crate::Result<DeviceSliceMut<'a>> {
-        use cudarc::driver::DevicePtrMut;
-        let stream = slice.stream().clone();
-        stream
-            .synchronize()
-            .map_err(|e| cuda_error("cuStreamSynchronize", e))?;
-        let ordinal = slice.ordinal() as u32;
-        let len = slice.len();
-        let (ptr, _recorded) = slice.device_ptr_mut(&stream);
-        // SAFETY: `ptr..ptr+len` is the allocation `slice` owns, borrowed
-        // mutably for 'a.
-        Ok(unsafe { DeviceSliceMut::from_raw(ordinal, ptr, len) })
+    /// Start requests only once the work queued on `stream` now is done.
+    pub fn after(mut self, stream: Arc<CudaStream>) -> Self {
+        self.after = Some(stream);
+        self
+    }
+
+    /// cudarc device memory (a whole `CudaSlice` or a view of part of one),
+    /// ordered after the work queued on its stream.
+    pub fn from_cuda<T: Pod>(memory: &'a mut (impl DevicePtrMut<T> + ?Sized)) -> Self {
+        let stream = memory.stream().clone();
+        let len = memory.num_bytes();
+        let ordinal = stream.context().ordinal() as u32;
+        // The stream waits here for other streams that used the memory
+        // (where cudarc tracks them); the request waits for the stream.
+        let ptr = {
+            let (ptr, _recorded) = memory.device_ptr_mut(&stream);
+            ptr
+        };
+        DeviceSliceMut {
+            range: DeviceRange { ordinal, ptr, len },
+            after: Some(stream),
+            _memory: PhantomData,
+        }
+    }
+
+    /// The range.
+    pub fn range(&self) -> DeviceRange {
+        self.range
+    }
+
+    /// The stream the request waits for first, if any.
+    pub fn after_stream(&self) -> Option<&Arc<CudaStream>> {
+        self.after.as_ref()
     }
 }
 
 impl<'a> DeviceSlice<'a> {
-    /// All of a cudarc allocation, once the work queued on its stream is done.
-    pub fn from_cuda(slice: &'a cudarc::driver::CudaSlice<u8>) -> crate::Result<DeviceSlice<'a>> {
-        use cudarc::driver::DevicePtr;
-        let stream = slice.stream().clone();
-        stream
-            .synchronize()
-            .map_err(|e| cuda_error("cuStreamSynchronize", e))?;
-        let (ptr, _recorded) = slice.device_ptr(&stream);
-        // SAFETY: `ptr..ptr+len` is the allocation `slice` owns, borrowed for 'a.
-        Ok(unsafe { DeviceSlice::from_raw(slice.ordinal() as u32, ptr, slice.len()) })
-    }
-}
-
-fn cuda_error(call: &'static str, e: cudarc::driver::DriverError) -> crate::Error {
-    crate::Error::Cuda {
-        call,
-        code: gds_core::cuda::CudaResult(e.0 as u32),
-        path: None,
-        offset: None,
-    }
-}
-
-impl DeviceSlice<'_> {
+    /// Device memory by address: `len` bytes at `ptr` on GPU `ordinal`.
+    ///
     /// # Safety
     /// `ptr..ptr + len` must be device memory on GPU `ordinal` that stays
-    /// allocated, and is not written by anyone else, for the lifetime.
+    /// allocated, and that nobody writes, for `'a`; work queued on it must
+    /// be complete (or ordered with [`Self::after`]).
     pub unsafe fn from_raw(ordinal: u32, ptr: u64, len: usize) -> Self {
-        let range = DeviceRange { ordinal, ptr, len };
         DeviceSlice {
-            range,
+            range: DeviceRange { ordinal, ptr, len },
+            after: None,
             _memory: PhantomData,
         }
     }
-}
 
-impl std::ops::Deref for DeviceSliceMut<'_> {
-    type Target = DeviceRange;
-    fn deref(&self) -> &DeviceRange {
-        &self.range
+    /// Start requests only once the work queued on `stream` now is done.
+    pub fn after(mut self, stream: Arc<CudaStream>) -> Self {
+        self.after = Some(stream);
+        self
     }
-}
 
-impl std::ops::Deref for DeviceSlice<'_> {
-    type Target = DeviceRange;
-    fn deref(&self) -> &DeviceRange {
-        &self.range
+    /// cudarc device memory, ordered after the work queued on its stream.
+    pub fn from_cuda<T: NoUninit>(memory: &'a (impl DevicePtr<T> + ?Sized)) -> Self {
+        let stream = memory.stream().clone();
+        let len = memory.num_bytes();
+        let ordinal = stream.context().ordinal() as u32;
+        let ptr = {
+            let (ptr, _recorded) = memory.device_ptr(&stream);
+            ptr
+        };
+        DeviceSlice {
+            range: DeviceRange { ordinal, ptr, len },
+            after: Some(stream),
+            _memory: PhantomData,
+        }
+    }
+
+    /// The range.
+    pub fn range(&self) -> DeviceRange {
+        self.range
+    }
+
+    /// The stream the request waits for first, if any.
+    pub fn after_stream(&self) -> Option<&Arc<CudaStream>> {
+        self.after.as_ref()
     }
 }
 
@@ -238,14 +327,14 @@ pub trait IoBuffer: Send + 'static {
     fn as_buf(&self) -> Buf<'_>;
 }
 
-impl IoBufferMut for Vec<u8> {
+impl<T: Pod + Send> IoBufferMut for Vec<T> {
     fn as_buf_mut(&mut self) -> BufMut<'_> {
-        BufMut::Host(self)
+        BufMut::from(self)
     }
 }
-impl IoBufferMut for Box<[u8]> {
+impl<T: Pod + Send> IoBufferMut for Box<[T]> {
     fn as_buf_mut(&mut self) -> BufMut<'_> {
-        BufMut::Host(self)
+        BufMut::from(&mut self[..])
     }
 }
 impl IoBufferMut for AlignedBuffer {
@@ -253,29 +342,39 @@ impl IoBufferMut for AlignedBuffer {
         BufMut::Host(self)
     }
 }
-impl IoBuffer for Vec<u8> {
-    fn as_buf(&self) -> Buf<'_> {
-        Buf::Host(self)
+impl<T: Pod> IoBufferMut for CudaSlice<T> {
+    fn as_buf_mut(&mut self) -> BufMut<'_> {
+        BufMut::from(self)
     }
 }
-impl IoBuffer for Box<[u8]> {
+impl<T: NoUninit + Send> IoBuffer for Vec<T> {
     fn as_buf(&self) -> Buf<'_> {
-        Buf::Host(self)
+        Buf::from(self)
     }
 }
-impl IoBuffer for std::sync::Arc<[u8]> {
+impl<T: NoUninit + Send> IoBuffer for Box<[T]> {
     fn as_buf(&self) -> Buf<'_> {
-        Buf::Host(self)
+        Buf::from(&self[..])
     }
 }
-impl IoBuffer for &'static [u8] {
+impl<T: NoUninit + Send + Sync> IoBuffer for Arc<[T]> {
     fn as_buf(&self) -> Buf<'_> {
-        Buf::Host(self)
+        Buf::from(&self[..])
+    }
+}
+impl<T: NoUninit + Sync> IoBuffer for &'static [T] {
+    fn as_buf(&self) -> Buf<'_> {
+        Buf::from(*self)
     }
 }
 impl IoBuffer for AlignedBuffer {
     fn as_buf(&self) -> Buf<'_> {
         Buf::Host(self)
+    }
+}
+impl<T: NoUninit> IoBuffer for CudaSlice<T> {
+    fn as_buf(&self) -> Buf<'_> {
+        Buf::from(self)
     }
 }
 
@@ -475,9 +574,14 @@ mod tests {
     }
 
     #[test]
-    fn buffers_know_their_memory() {
+    fn buffers_know_their_memory_and_count_bytes() {
         let mut v = vec![0u8; 10];
         assert_eq!(BufMut::from(&mut v).memory(), MemoryKind::Host);
+        let mut floats = vec![0f32; 10];
+        assert_eq!(BufMut::from(&mut floats).len(), 40);
+        assert_eq!(BufMut::from(&mut floats[2..5]).len(), 12);
+        let words = [7u64; 3];
+        assert_eq!(Buf::from(&words).len(), 24);
         // SAFETY: never dereferenced.
         let d = unsafe { DeviceSliceMut::from_raw(1, 0x1000, 64) };
         let b = BufMut::from(d);

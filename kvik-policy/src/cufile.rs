@@ -10,13 +10,14 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::OnceLock;
 
+#[cfg(test)]
 use cufile_config::ExecutionConfig;
-use gds_core::schedule::{self, Registration, Request};
-use gds_core::stats::IoCounters;
-use gds_core::{CuFileHandle, Driver, StatsDelta, StatsSnapshot};
+use gds_core::schedule::Registration;
+use gds_core::{CuFileHandle, Driver, StatsSnapshot};
 
-use crate::path_report::{CuFileLayer, Operation};
-use crate::task::Task;
+use crate::path_report::{CuFileLayer, CuFileVerdict, Operation};
+use crate::plan::{CuFileSplit, Plan};
+use crate::routing::CuFileSetupFailure;
 
 static DRIVER: OnceLock<Result<Driver, String>> = OnceLock::new();
 
@@ -30,12 +31,21 @@ pub(crate) fn driver() -> Result<&'static Driver, String> {
 }
 
 /// Register `path` with cuFile through (a duplicate of) its O_DIRECT descriptor.
-pub(crate) fn register(direct: &File, path: &Path) -> Result<CuFileHandle, String> {
-    let driver = driver()?;
+pub(crate) fn register(direct: &File, path: &Path) -> Result<CuFileHandle, CuFileSetupFailure> {
+    let driver = driver().map_err(|message| CuFileSetupFailure::Driver { message })?;
     let fd = direct
         .try_clone()
-        .map_err(|e| format!("cannot duplicate the O_DIRECT descriptor: {e}"))?;
-    CuFileHandle::register(driver, fd, path).map_err(|e| e.to_string())
+        .map_err(|e| CuFileSetupFailure::DirectDescriptor {
+            errno: e.raw_os_error(),
+            message: format!("cannot duplicate it: {e}"),
+        })?;
+    CuFileHandle::register(driver, fd, path).map_err(|e| CuFileSetupFailure::Registration {
+        status: match &e {
+            gds_core::Error::CuFile { status, .. } => Some(status.err.code()),
+            _ => None,
+        },
+        message: e.to_string(),
+    })
 }
 
 /// The base cuFile must be given for a device pointer, and the offset from
@@ -58,6 +68,16 @@ pub(crate) struct Evidence {
     before: Result<StatsSnapshot, String>,
 }
 
+/// cuFile's execution settings as its driver reports them (for the plan's
+/// work-unit prediction), or `None` when they cannot be read.
+pub(crate) fn split(handle: &CuFileHandle, registration: Registration) -> Option<CuFileSplit> {
+    let execution = handle.driver().parameters().execution().ok()?;
+    Some(CuFileSplit {
+        execution,
+        registration,
+    })
+}
+
 impl Evidence {
     /// Read cuFile's counters before a request on `handle`.
     pub(crate) fn start(handle: &CuFileHandle) -> Evidence {
@@ -67,18 +87,8 @@ impl Evidence {
     }
 
     /// The cuFile layer of the report: what cuFile counted during the
-    /// request, what the model predicted for these tasks, and a plain verdict.
-    pub(crate) fn finish(
-        self,
-        operation: Operation,
-        tasks: &[Task],
-        registration: Registration,
-    ) -> CuFileLayer {
-        let execution = self.driver.parameters().execution();
-        let predicted_units = execution
-            .as_ref()
-            .ok()
-            .map(|exec| predicted(tasks, exec, registration));
+    /// request next to what the plan predicted, and a verdict.
+    pub(crate) fn finish(self, plan: &Plan, registration: Registration) -> CuFileLayer {
         let stats = self.before.and_then(|before| {
             StatsSnapshot::read(&self.driver)
                 .map(|after| after.delta_since(&before))
@@ -88,118 +98,62 @@ impl Evidence {
             Ok(delta) => (Some(delta), None),
             Err(reason) => (None, Some(reason)),
         };
-        let verdict = verdict(operation, delta.as_ref(), stats_unavailable.as_deref());
+        let counted = delta.as_ref().map(|d| match plan.request.operation {
+            Operation::Read => d.reads(),
+            Operation::Write => d.writes(),
+        });
         CuFileLayer::Called {
             registered_buffer: registration.is_registered(),
-            predicted_units,
-            execution: execution.ok(),
+            predicted_units: plan.total_work_units(),
+            execution: plan.cufile.map(|s| s.execution),
+            verdict: CuFileVerdict::judge(counted.as_ref(), stats_unavailable.as_deref()),
             stats: delta,
             stats_unavailable,
-            verdict,
         }
-    }
-}
-
-/// The scheduling model's unit count for these tasks.
-fn predicted(tasks: &[Task], execution: &ExecutionConfig, registration: Registration) -> u64 {
-    tasks
-        .iter()
-        .map(|t| {
-            let request = Request {
-                file_offset: t.file_offset,
-                buffer_offset: t.buffer_offset,
-                size: t.size,
-            };
-            schedule::plan(request, execution, registration).len() as u64
-        })
-        .sum()
-}
-
-/// One line that says which path cuFile took.
-fn verdict(operation: Operation, delta: Option<&StatsDelta>, unavailable: Option<&str>) -> String {
-    let Some(delta) = delta else {
-        return format!(
-            "cuFile was called; its statistics are unavailable ({})",
-            unavailable.unwrap_or("unknown")
-        );
-    };
-    let c: IoCounters = match operation {
-        Operation::Read => delta.reads(),
-        Operation::Write => delta.writes(),
-    };
-    if c.n == 0 {
-        return "cuFile was called but counted no work units (statistics level below 3?)".into();
-    }
-    let direct = c.nvfs + c.p2p;
-    match (direct, c.posix) {
-        (d, 0) => format!(
-            "accelerated path: all {d} work units went direct (nvfs {}, p2p {})",
-            c.nvfs, c.p2p
-        ),
-        (0, p) => format!(
-            "cuFile fell back inside: its compatibility mode served all {p} work units through host memory \
-             (posix {p}, nvfs 0)"
-        ),
-        (d, p) => format!("mixed: {d} work units direct, {p} through cuFile's compatibility mode"),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use gds_core::stats::GpuCounters;
-
     use super::*;
-
-    fn delta(nvfs: u64, posix: u64) -> StatsDelta {
-        StatsDelta {
-            gpus: vec![GpuCounters {
-                uuid: "gpu".into(),
-                reads: IoCounters {
-                    n: nvfs + posix,
-                    nvfs,
-                    posix,
-                    ..Default::default()
-                },
-                ..Default::default()
-            }],
-            ..Default::default()
-        }
-    }
+    use crate::plan::{self, Request};
+    use crate::routing::{CuFileAvailability, MemoryKind, route_file};
+    use crate::{CompatMode, Settings};
 
     #[test]
-    fn verdicts_name_the_path() {
-        assert!(verdict(Operation::Read, Some(&delta(4, 0)), None).starts_with("accelerated path"));
-        assert!(verdict(Operation::Read, Some(&delta(0, 4)), None).contains("fell back inside"));
-        assert!(verdict(Operation::Read, Some(&delta(1, 3)), None).starts_with("mixed"));
-        assert!(verdict(Operation::Write, Some(&delta(0, 4)), None).contains("no work units"));
-        assert!(
-            verdict(Operation::Read, None, Some("statistics are off"))
-                .contains("statistics are off")
-        );
-    }
-
-    #[test]
-    fn the_model_predicts_nvidias_worked_example() {
+    fn the_plan_predicts_nvidias_worked_example() {
+        let file = route_file(
+            CompatMode::Off,
+            &CuFileAvailability {
+                usable: true,
+                direct_path: true,
+                evidence: vec![],
+            },
+        )
+        .unwrap();
+        let split = CuFileSplit {
+            execution: ExecutionConfig::STOCK_FILE,
+            registration: Registration::Unregistered,
+        };
+        let device = MemoryKind::Device { ordinal: 0 };
         // Stock config, 1 GiB in 4 MiB tasks: 256 tasks, 256 units.
-        let tasks: Vec<Task> =
-            crate::task::split_with_page_size(0, 1 << 30, 4 << 20, 4096).collect();
-        assert_eq!(
-            predicted(
-                &tasks,
-                &ExecutionConfig::STOCK_FILE,
-                Registration::Unregistered
-            ),
-            256
+        let mut settings = Settings::default();
+        settings.set_task_size(4 << 20).unwrap();
+        let p = plan::plan(
+            Request::read(0, 1 << 30, device),
+            &settings,
+            &file,
+            Some(split),
         );
+        assert_eq!(p.total_work_units(), Some(256));
         // One 1 GiB task: 4 units of 256 MiB.
-        let one: Vec<Task> = crate::task::split_with_page_size(0, 1 << 30, 1 << 30, 4096).collect();
-        assert_eq!(
-            predicted(
-                &one,
-                &ExecutionConfig::STOCK_FILE,
-                Registration::Unregistered
-            ),
-            4
+        settings.set_task_size(1 << 30).unwrap();
+        let p = plan::plan(
+            Request::read(0, 1 << 30, device),
+            &settings,
+            &file,
+            Some(split),
         );
+        assert_eq!(p.total_work_units(), Some(4));
     }
 }

@@ -1,39 +1,50 @@
 //! `FileHandle`: KvikIO's file handle. Opens a file, decides once how
 //! device-memory requests will be served (and keeps why), and runs reads and
-//! writes as tasks on the I/O pool, each with a [`PathReport`].
+//! writes as the [plan](crate::plan) of each request says, each with a
+//! [`PathReport`].
 //!
-//! ```no_run
+//! ```
 //! use kvik_policy::FileHandle;
-//! let file = FileHandle::open("/data/weights.bin", "r")?;
+//! # let dir = tempfile::tempdir()?;
+//! # let path = dir.path().join("weights.bin");
+//! # std::fs::write(&path, vec![7u8; 3 << 20])?;
+//! let file = FileHandle::open(&path, "r")?;
 //! let mut buf = vec![0u8; 1 << 20];
-//! let n = file.read(&mut buf, 0)?;                    // blocking; short at end of file
-//! let (buf, done) = file.pread(buf, 4096).wait()?;    // in the background; buffer comes back
-//! println!("{n} then {} bytes\n{}", done.bytes, done.report);
-//! # Ok::<(), kvik_policy::Error>(())
+//! let n = file.read(&mut buf, 0)?;                       // blocking; short at end of file
+//! let (buf, done) = file.pread(buf, 1 << 20).wait()?;    // in the background; the buffer comes back
+//! assert_eq!((n, done.bytes), (1 << 20, 1 << 20));
+//! assert!(buf.iter().all(|&b| b == 7));
+//! println!("{}", done.report);                           // which path, and why
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Per request: the memory kind picks the backend ([`routing::route_request`]:
-//! host memory → POSIX); the request is cut into tasks ([`task::split`]) that
-//! run on the pool of `num_threads`; the first failing task stops the others
-//! from starting, and the call returns only when none is left running.
+//! Per request: [`plan::plan`] decides the backend (host memory → POSIX;
+//! device memory → cuFile or pinned bounce buffers), where the tasks run and
+//! how the request is cut; the tasks run on the pool of `num_threads`,
+//! taken in file order; the first failing task stops the others from
+//! starting, and the call returns only when none is left running.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use gds_core::readiness;
 use rayon::ThreadPool;
 
 use crate::buffer::{Buf, BufMut, IoBuffer, IoBufferMut};
 use crate::error::{Error, Result};
-use crate::path_report::{CuFileLayer, DirectIoUse, KvikLayer, Operation, PathReport, TaskReport};
+use crate::path_report::{
+    CuFileLayer, DirectIoStatus, DirectIoUse, KvikLayer, NotCalledReason, Operation, PathReport,
+};
 use crate::pending_io::PendingIo;
-use crate::posix::{self, Descriptors, TaskOutcome};
-use crate::routing::{self, Backend, CuFileAvailability, FileRouting, MemoryKind, RequestRoute};
-use crate::task::{self, Task};
+use crate::plan::{self, Execution, Plan, Request};
+use crate::posix::{self, Descriptors};
+use crate::routing::{self, Backend, CuFileAvailability, CuFileSetupFailure, FileRouting};
+use crate::task_runner::{self, DisjointSlices, Totals};
 use crate::{CompatMode, Settings, thread_pool};
 
 /// Device-memory requests: cuFile, or POSIX through pinned bounce buffers.
@@ -59,11 +70,12 @@ impl OpenMode {
     pub fn writable(self) -> bool {
         !matches!(self, OpenMode::Read)
     }
-    fn creates(self) -> bool {
+    /// Whether opening creates (or truncates) the file.
+    pub fn creates(self) -> bool {
         matches!(self, OpenMode::Write | OpenMode::WriteRead)
     }
-    fn options(self) -> OpenOptions {
-        let mut o = OpenOptions::new();
+    fn std_options(self) -> std::fs::OpenOptions {
+        let mut o = std::fs::OpenOptions::new();
         o.read(self.readable()).write(self.writable());
         o
     }
@@ -129,6 +141,190 @@ impl Transfer {
     }
 }
 
+/// How to open a [`FileHandle`]: the mode, the permission bits of a new
+/// file, and settings for this handle only. Like `std::fs::OpenOptions`.
+///
+/// ```
+/// use kvik_policy::{CompatMode, OpenMode, OpenOptions};
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("out.bin");
+/// let file = OpenOptions::new(OpenMode::Write)
+///     .permissions(0o600)            // a new file is private
+///     .compat_mode(CompatMode::On)   // never cuFile for this file
+///     .task_size(8 << 20)            // 8 MiB tasks for this handle
+///     .open(&path)?;
+/// file.write(&[1u32, 2, 3][..], 0)?;
+/// assert_eq!(file.nbytes()?, 12);
+/// assert_eq!(file.settings()?.task_size(), 8 << 20);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    mode: OpenMode,
+    permissions: u32,
+    custom_flags: i32,
+    compat_mode: Option<CompatMode>,
+    task_size: Option<u64>,
+    gds_threshold: Option<u64>,
+    num_threads: Option<usize>,
+    settings: Option<Settings>,
+}
+
+impl OpenOptions {
+    /// Options for `mode`; a new file gets permission bits 0o644 (less the
+    /// umask), as KvikIO creates files.
+    pub fn new(mode: OpenMode) -> OpenOptions {
+        OpenOptions {
+            mode,
+            permissions: 0o644,
+            custom_flags: 0,
+            compat_mode: None,
+            task_size: None,
+            gds_threshold: None,
+            num_threads: None,
+            settings: None,
+        }
+    }
+
+    /// Permission bits of a file this open creates (the umask applies).
+    pub fn permissions(&mut self, bits: u32) -> &mut Self {
+        self.permissions = bits;
+        self
+    }
+
+    /// Extra `open(2)` flags, such as `O_NOFOLLOW` or `O_EXCL`.
+    pub fn custom_flags(&mut self, flags: i32) -> &mut Self {
+        self.custom_flags = flags;
+        self
+    }
+
+    /// The compat mode that routes this file (default: the settings').
+    pub fn compat_mode(&mut self, mode: CompatMode) -> &mut Self {
+        self.compat_mode = Some(mode);
+        self
+    }
+
+    /// Task size for this handle's requests.
+    pub fn task_size(&mut self, bytes: u64) -> &mut Self {
+        self.task_size = Some(bytes);
+        self
+    }
+
+    /// `gds_threshold` for this handle's requests.
+    pub fn gds_threshold(&mut self, bytes: u64) -> &mut Self {
+        self.gds_threshold = Some(bytes);
+        self
+    }
+
+    /// Pool threads for this handle's requests.
+    pub fn num_threads(&mut self, threads: usize) -> &mut Self {
+        self.num_threads = Some(threads);
+        self
+    }
+
+    /// Fix every setting for the life of the handle (without this, each
+    /// request reads the global settings, as KvikIO reads its defaults;
+    /// the overrides above apply on top either way).
+    pub fn settings(&mut self, settings: Settings) -> &mut Self {
+        self.settings = Some(settings);
+        self
+    }
+
+    /// Open `path`.
+    pub fn open(&self, path: impl AsRef<Path>) -> Result<FileHandle> {
+        let path = path.as_ref();
+        let mut options = self.mode.std_options();
+        if self.mode.creates() {
+            options.create(true).truncate(true);
+        }
+        options
+            .mode(self.permissions)
+            .custom_flags(self.custom_flags);
+        let file = options.open(path).map_err(|source| Error::Open {
+            path: path.to_path_buf(),
+            mode: self.mode,
+            direct: false,
+            source,
+        })?;
+        self.from_file(file, path)
+    }
+
+    /// A handle on a file that is already open (with access matching the
+    /// mode), named `path` in reports. The file is never reopened by name:
+    /// the O_DIRECT descriptor cuFile and O_DIRECT I/O need is a new open of
+    /// the same open file (`/proc/self/fd/N`), so a path swapped after the
+    /// open cannot redirect it.
+    pub fn from_file(&self, file: File, path: impl AsRef<Path>) -> Result<FileHandle> {
+        let path = path.as_ref();
+        let open_error = |source| Error::Open {
+            path: path.to_path_buf(),
+            mode: self.mode,
+            direct: false,
+            source,
+        };
+        let meta = file.metadata().map_err(open_error)?;
+        if meta.is_dir() {
+            return Err(open_error(std::io::Error::from_raw_os_error(libc::EISDIR)));
+        }
+        let mut settings = self
+            .settings
+            .clone()
+            .map(Ok)
+            .unwrap_or_else(Settings::global)?;
+        let overrides = Overrides {
+            task_size: self.task_size,
+            gds_threshold: self.gds_threshold,
+            num_threads: self.num_threads,
+        };
+        overrides.apply(&mut settings)?;
+        let compat = self.compat_mode.unwrap_or(settings.compat_mode());
+        let mut inner = Inner {
+            path: path.to_path_buf(),
+            mode: self.mode,
+            file,
+            direct: OnceLock::new(),
+            routing: routing::route_file(CompatMode::On, &CuFileAvailability::not_asked())
+                .expect("compat mode ON always routes"),
+            cufile: None,
+            settings: self.settings.clone(),
+            overrides,
+            tasks_in_flight: AtomicUsize::new(0),
+        };
+        let (routing, cufile) = inner.route(compat)?;
+        inner.routing = routing;
+        inner.cufile = cufile;
+        // Start the pool now: thread start-up belongs to the open, not to
+        // the first request's time.
+        thread_pool::get(settings.num_threads())?;
+        Ok(FileHandle {
+            inner: Arc::new(inner),
+        })
+    }
+}
+
+/// Per-handle settings applied on top of the global (or fixed) ones.
+#[derive(Debug, Clone, Copy, Default)]
+struct Overrides {
+    task_size: Option<u64>,
+    gds_threshold: Option<u64>,
+    num_threads: Option<usize>,
+}
+
+impl Overrides {
+    fn apply(&self, settings: &mut Settings) -> Result<()> {
+        if let Some(bytes) = self.task_size {
+            settings.set_task_size(bytes)?;
+        }
+        if let Some(bytes) = self.gds_threshold {
+            settings.set_gds_threshold(bytes);
+        }
+        if let Some(threads) = self.num_threads {
+            settings.set_num_threads(threads)?;
+        }
+        Ok(())
+    }
+}
+
 /// An open file, with its routing decided.
 #[derive(Debug, Clone)]
 pub struct FileHandle {
@@ -142,13 +338,14 @@ struct Inner {
     /// The ordinary descriptor (O_CLOEXEC, as every descriptor std opens).
     file: File,
     /// The O_DIRECT descriptor, opened on first need; or why it could not be.
-    direct: OnceLock<std::result::Result<File, String>>,
+    direct: OnceLock<std::result::Result<File, CuFileSetupFailure>>,
     routing: FileRouting,
     /// The cuFile registration, when device-memory requests go to cuFile.
     cufile: Option<gds_core::CuFileHandle>,
-    /// Settings fixed at open ([`FileHandle::open_with`]); `None` reads the
-    /// global settings at every request, as KvikIO reads its defaults.
+    /// Settings fixed at open; `None` reads the global settings at every
+    /// request, as KvikIO reads its defaults.
     settings: Option<Settings>,
+    overrides: Overrides,
     tasks_in_flight: AtomicUsize,
 }
 
@@ -156,9 +353,9 @@ impl FileHandle {
     /// Open `path` with mode `r`, `r+`, `w` or `w+`, under the global
     /// settings ([`Settings::global`]): the compat mode decides the routing
     /// now; task size, threads and the rest are read at each request.
+    /// [`OpenOptions`] offers more.
     pub fn open(path: impl AsRef<Path>, mode: &str) -> Result<FileHandle> {
-        let settings = Settings::global()?;
-        FileHandle::open_inner(path.as_ref(), mode.parse()?, &settings, None)
+        OpenOptions::new(mode.parse()?).open(path)
     }
 
     /// Open under `settings`, fixed for the life of the handle.
@@ -167,62 +364,14 @@ impl FileHandle {
         mode: &str,
         settings: &Settings,
     ) -> Result<FileHandle> {
-        FileHandle::open_inner(
-            path.as_ref(),
-            mode.parse()?,
-            settings,
-            Some(settings.clone()),
-        )
+        OpenOptions::new(mode.parse()?)
+            .settings(settings.clone())
+            .open(path)
     }
 
-    fn open_inner(
-        path: &Path,
-        mode: OpenMode,
-        settings: &Settings,
-        pinned: Option<Settings>,
-    ) -> Result<FileHandle> {
-        let open_error = |direct, source| Error::Open {
-            path: path.to_path_buf(),
-            mode,
-            direct,
-            source,
-        };
-        let mut options = mode.options();
-        if mode.creates() {
-            options.create(true).truncate(true);
-        }
-        let file = options.open(path).map_err(|e| open_error(false, e))?;
-        let meta = file.metadata().map_err(|e| open_error(false, e))?;
-        if meta.is_dir() {
-            return Err(open_error(
-                false,
-                std::io::Error::from_raw_os_error(libc::EISDIR),
-            ));
-        }
-        let mut inner = Inner {
-            path: path.to_path_buf(),
-            mode,
-            file,
-            direct: OnceLock::new(),
-            routing: FileRouting {
-                requested: settings.compat_mode(),
-                effective: CompatMode::On,
-                device_backend: Backend::Posix,
-                reasons: vec![],
-            },
-            cufile: None,
-            settings: pinned,
-            tasks_in_flight: AtomicUsize::new(0),
-        };
-        let (routing, cufile) = inner.route(settings.compat_mode())?;
-        inner.routing = routing;
-        inner.cufile = cufile;
-        // Start the pool now: thread start-up belongs to the open, not to
-        // the first request's time.
-        thread_pool::get(settings.num_threads())?;
-        Ok(FileHandle {
-            inner: Arc::new(inner),
-        })
+    /// Options to open a file with: `FileHandle::options(OpenMode::Read)`.
+    pub fn options(mode: OpenMode) -> OpenOptions {
+        OpenOptions::new(mode)
     }
 
     pub fn path(&self) -> &Path {
@@ -256,13 +405,11 @@ impl FileHandle {
     }
     /// The ordinary (page-cache) descriptor.
     pub fn fd(&self) -> std::os::fd::RawFd {
-        use std::os::fd::AsRawFd;
         self.inner.file.as_raw_fd()
     }
     /// The O_DIRECT descriptor, if one has been opened (for cuFile, or for
     /// opportunistic O_DIRECT by an earlier request).
     pub fn fd_direct(&self) -> Option<std::os::fd::RawFd> {
-        use std::os::fd::AsRawFd;
         match self.inner.direct.get() {
             Some(Ok(file)) => Some(file.as_raw_fd()),
             _ => None,
@@ -274,8 +421,16 @@ impl FileHandle {
         self.inner.tasks_in_flight.load(Ordering::SeqCst)
     }
 
+    /// The plan a request would run under now, without running it (what
+    /// `kvik plan` prints for this file).
+    pub fn plan(&self, request: Request) -> Result<Plan> {
+        let settings = self.inner.settings()?;
+        Ok(plan::plan(request, &settings, &self.inner.routing, None))
+    }
+
     /// Read into `buf` from `offset`; returns the bytes read, fewer than
-    /// `buf.len()` only at end of file.
+    /// `buf.len()` only at end of file. `buf`: `&mut [T]` or `&mut Vec<T>`
+    /// of plain data, `&mut CudaSlice<T>`, a `CudaViewMut<T>`, …
     pub fn read<'a>(&self, buf: impl Into<BufMut<'a>>, offset: u64) -> Result<usize> {
         self.read_with_report(buf, offset).map(|t| t.bytes)
     }
@@ -293,10 +448,10 @@ impl FileHandle {
     ) -> Result<Transfer> {
         let cancel = AtomicBool::new(false);
         self.inner
-            .transfer(Memory::Read(buf.into()), offset, &cancel, true)
+            .transfer(Memory::Read(buf.into()), offset, &cancel)
     }
 
-    /// Write all of `buf` at `offset`; returns `buf.len()`.
+    /// Write all of `buf` at `offset`; returns `buf.len()` in bytes.
     pub fn write<'a>(&self, buf: impl Into<Buf<'a>>, offset: u64) -> Result<usize> {
         self.write_with_report(buf, offset).map(|t| t.bytes)
     }
@@ -305,35 +460,60 @@ impl FileHandle {
     pub fn write_with_report<'a>(&self, buf: impl Into<Buf<'a>>, offset: u64) -> Result<Transfer> {
         let cancel = AtomicBool::new(false);
         self.inner
-            .transfer(Memory::Write(buf.into()), offset, &cancel, true)
+            .transfer(Memory::Write(buf.into()), offset, &cancel)
     }
 
     /// Read into `buf` from `offset` in the background; wait on (or poll, or
-    /// `.await`) the result to get the buffer back.
+    /// `.await`) the result to get the buffer back. For part of a buffer you
+    /// keep, see [`crate::scope`].
     pub fn pread<B: IoBufferMut>(&self, mut buf: B, offset: u64) -> PendingIo<B> {
         let inner = self.inner.clone();
-        match inner.pool() {
-            Err(e) => PendingIo::ready(Err(e)),
-            Ok(pool) => PendingIo::spawn(pool, move || {
-                let cancel = AtomicBool::new(false);
-                let done =
-                    inner.transfer(Memory::Read(buf.as_buf_mut()), offset, &cancel, false)?;
-                Ok((buf, done))
-            }),
-        }
+        self.spawn(move |cancel| {
+            let done = inner.transfer(Memory::Read(buf.as_buf_mut()), offset, cancel)?;
+            Ok((buf, done))
+        })
     }
 
     /// Write `buf` at `offset` in the background.
     pub fn pwrite<B: IoBuffer>(&self, buf: B, offset: u64) -> PendingIo<B> {
         let inner = self.inner.clone();
-        match inner.pool() {
+        self.spawn(move |cancel| {
+            let done = inner.transfer(Memory::Write(buf.as_buf()), offset, cancel)?;
+            Ok((buf, done))
+        })
+    }
+
+    /// Run `job` on this handle's pool.
+    pub(crate) fn spawn<B: Send + 'static>(
+        &self,
+        job: impl FnOnce(&AtomicBool) -> Result<(B, Transfer)> + Send + 'static,
+    ) -> PendingIo<B> {
+        match self.inner.pool() {
             Err(e) => PendingIo::ready(Err(e)),
             Ok(pool) => PendingIo::spawn(pool, move || {
                 let cancel = AtomicBool::new(false);
-                let done = inner.transfer(Memory::Write(buf.as_buf()), offset, &cancel, false)?;
-                Ok((buf, done))
+                job(&cancel)
             }),
         }
+    }
+
+    /// Run a request on the calling thread (the scoped API's jobs).
+    pub(crate) fn transfer_read(
+        &self,
+        buf: BufMut<'_>,
+        offset: u64,
+        cancel: &AtomicBool,
+    ) -> Result<Transfer> {
+        self.inner.transfer(Memory::Read(buf), offset, cancel)
+    }
+
+    pub(crate) fn transfer_write(
+        &self,
+        buf: Buf<'_>,
+        offset: u64,
+        cancel: &AtomicBool,
+    ) -> Result<Transfer> {
+        self.inner.transfer(Memory::Write(buf), offset, cancel)
     }
 
     /// Get ready to move data to and from GPU `ordinal` through bounce
@@ -342,10 +522,7 @@ impl FileHandle {
     /// otherwise, inside its own time (pinned allocation is slow).
     pub fn prepare_device(&self, ordinal: u32) -> Result<()> {
         let settings = self.inner.settings()?;
-        let chunk = settings
-            .bounce_buffer_size()
-            .min(settings.task_size())
-            .max(1) as usize;
+        let chunk = crate::gpu::staging_chunk(&settings);
         crate::gpu::prepare(ordinal, chunk)?;
         self.inner
             .pool()?
@@ -387,31 +564,12 @@ enum Memory<'a> {
 }
 
 impl Memory<'_> {
-    fn operation(&self) -> Operation {
+    fn request(&self, offset: u64) -> Request {
         match self {
-            Memory::Read(_) => Operation::Read,
-            Memory::Write(_) => Operation::Write,
+            Memory::Read(b) => Request::read(offset, b.len() as u64, b.memory()),
+            Memory::Write(b) => Request::write(offset, b.len() as u64, b.memory()),
         }
     }
-    fn len(&self) -> usize {
-        match self {
-            Memory::Read(b) => b.len(),
-            Memory::Write(b) => b.len(),
-        }
-    }
-    fn kind(&self) -> MemoryKind {
-        match self {
-            Memory::Read(b) => b.memory(),
-            Memory::Write(b) => b.memory(),
-        }
-    }
-}
-
-/// One task's memory: where the backend of that task moves its bytes.
-/// (The device-memory issue adds device ranges here.)
-enum TaskMemory<'a> {
-    HostRead(&'a mut [u8]),
-    HostWrite(&'a [u8]),
 }
 
 impl Inner {
@@ -427,27 +585,25 @@ impl Inner {
     }
 
     fn settings(&self) -> Result<Settings> {
-        match &self.settings {
-            Some(s) => Ok(s.clone()),
-            None => Settings::global(),
-        }
+        let mut settings = match &self.settings {
+            Some(s) => s.clone(),
+            None => Settings::global()?,
+        };
+        self.overrides.apply(&mut settings)?;
+        Ok(settings)
     }
 
     fn pool(&self) -> Result<Arc<ThreadPool>> {
         thread_pool::get(self.settings()?.num_threads())
     }
 
-    /// The per-file routing of SPEC §5. Compat mode ON never looks at cuFile
-    /// (libcufile is not even loaded); AUTO and OFF ask gds-core's readiness
-    /// check about this file (with the process's cuFile driver, opened once
-    /// where a GPU exists), and register the file when cuFile is chosen.
+    /// The per-file routing. Compat mode ON never looks at cuFile (libcufile
+    /// is not even loaded); AUTO and OFF ask gds-core's readiness check about
+    /// this file (with the process's cuFile driver, opened once where a GPU
+    /// exists), and register the file when cuFile is chosen.
     fn route(&self, compat: CompatMode) -> Result<(FileRouting, Option<gds_core::CuFileHandle>)> {
         let cufile = match compat {
-            CompatMode::On => CuFileAvailability {
-                usable: false,
-                direct_path: false,
-                reasons: vec![],
-            },
+            CompatMode::On => CuFileAvailability::not_asked(),
             CompatMode::Auto | CompatMode::Off => {
                 let driver = crate::cufile::driver().ok();
                 CuFileAvailability::from_readiness(&readiness::check_with(Some(&self.path), driver))
@@ -464,144 +620,145 @@ impl Inner {
         // cuFile registers the file through an O_DIRECT descriptor.
         let registered = self
             .direct_descriptor()
-            .map_err(|why| format!("cannot open the O_DIRECT descriptor cuFile needs: {why}"))
+            .map_err(Clone::clone)
             .and_then(|direct| crate::cufile::register(direct, &self.path));
         match registered {
             Ok(handle) => Ok((file, Some(handle))),
-            Err(reason) if compat == CompatMode::Off => Err(required(routing::CuFileRequired {
-                reasons: vec![reason],
-            })),
-            Err(reason) => {
-                file.fall_back(format!("falling back to POSIX: {reason}"));
+            Err(failure) if compat == CompatMode::Off => {
+                Err(required(routing::CuFileRequired::SetupFailed { failure }))
+            }
+            Err(failure) => {
+                file.fall_back(failure);
                 Ok((file, None))
             }
         }
     }
 
-    /// The O_DIRECT descriptor, opened once on first need.
-    fn direct_descriptor(&self) -> std::result::Result<&File, String> {
+    /// The O_DIRECT descriptor, opened once on first need: a new open of the
+    /// same open file through `/proc/self/fd/N` (its own file status flags,
+    /// the same inode whatever happened to the path since). Without /proc,
+    /// the path is opened and must still name the same file.
+    fn direct_descriptor(&self) -> std::result::Result<&File, &CuFileSetupFailure> {
         self.direct
             .get_or_init(|| {
-                self.mode
-                    .options()
-                    .custom_flags(libc::O_DIRECT)
-                    .open(&self.path)
-                    .map_err(|e| match e.raw_os_error() {
+                let failure = |e: std::io::Error| CuFileSetupFailure::DirectDescriptor {
+                    errno: e.raw_os_error(),
+                    message: match e.raw_os_error() {
                         Some(libc::EINVAL) => {
                             format!("the filesystem does not support O_DIRECT ({e})")
                         }
                         _ => e.to_string(),
-                    })
+                    },
+                };
+                let mut options = self.mode.std_options();
+                options.custom_flags(libc::O_DIRECT);
+                // Reopening must not truncate or create: those happened at open.
+                let through_proc = format!("/proc/self/fd/{}", self.file.as_raw_fd());
+                let direct = match options.open(&through_proc) {
+                    Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                        options.open(&self.path).map_err(failure)?
+                    }
+                    other => other.map_err(failure)?,
+                };
+                let same = |f: &File| f.metadata().map(|m| (m.dev(), m.ino()));
+                if same(&direct).ok() != same(&self.file).ok() {
+                    return Err(CuFileSetupFailure::DirectDescriptor {
+                        errno: None,
+                        message: format!(
+                            "{} names another file than the one opened",
+                            self.path.display()
+                        ),
+                    });
+                }
+                Ok(direct)
             })
             .as_ref()
-            .map_err(Clone::clone)
     }
 
-    /// Run one request: route it, split it, run the tasks, report.
-    /// `inline` lets a single-task request run on the calling thread.
-    fn transfer(
-        &self,
-        memory: Memory<'_>,
-        offset: u64,
-        cancel: &AtomicBool,
-        inline: bool,
-    ) -> Result<Transfer> {
-        let operation = memory.operation();
-        let len = memory.len() as u64;
-        let allowed = match operation {
+    /// Run one request: check it, plan it, run it, report.
+    fn transfer(&self, memory: Memory<'_>, offset: u64, cancel: &AtomicBool) -> Result<Transfer> {
+        let request = memory.request(offset);
+        let allowed = match request.operation {
             Operation::Read => self.mode.readable(),
             Operation::Write => self.mode.writable(),
         };
         if !allowed {
             return Err(Error::ModeForbids {
-                operation,
+                operation: request.operation,
                 path: self.path.clone(),
                 mode: self.mode,
             });
         }
         if offset
-            .checked_add(len)
+            .checked_add(request.size)
             .is_none_or(|end| end > i64::MAX as u64)
         {
             return Err(Error::InvalidRequest {
-                operation,
+                operation: request.operation,
                 path: self.path.clone(),
                 offset,
-                size: len,
+                size: request.size,
                 problem: "the request ends beyond the largest file offset (2^63 - 1)",
             });
         }
         let settings = self.settings()?;
-        let route =
-            routing::route_request(&self.routing, memory.kind(), len, settings.gds_threshold());
-        // The per-request backend dispatch: host memory is always POSIX;
-        // device memory goes to cuFile or through pinned bounce buffers
-        // (file_handle/device.rs).
         match memory {
-            Memory::Read(BufMut::Host(buf)) => self.host_transfer(
-                &settings,
-                route,
-                TaskMemory::HostRead(buf),
-                offset,
-                cancel,
-                inline,
-            ),
-            Memory::Write(Buf::Host(buf)) => self.host_transfer(
-                &settings,
-                route,
-                TaskMemory::HostWrite(buf),
-                offset,
-                cancel,
-                inline,
-            ),
+            Memory::Read(BufMut::Host(buf)) => {
+                let pieces = DisjointSlices::new(buf);
+                self.host_transfer(&settings, request, cancel, &|fds, task, cancel| {
+                    // SAFETY: one piece per task of this request's split.
+                    let piece = unsafe { pieces.piece(&task) };
+                    posix::read(fds, piece, task.file_offset, cancel)
+                })
+            }
+            Memory::Write(Buf::Host(buf)) => {
+                self.host_transfer(&settings, request, cancel, &|fds, task, cancel| {
+                    let piece = &buf[task.buffer_offset as usize..][..task.size as usize];
+                    posix::write(fds, piece, task.file_offset, cancel)
+                })
+            }
             Memory::Read(BufMut::Device(d)) => {
-                self.device_transfer(&settings, route, operation, *d, offset, cancel, inline)
+                self.device_transfer(&settings, request, d.range(), d.after_stream(), cancel)
             }
             Memory::Write(Buf::Device(d)) => {
-                self.device_transfer(&settings, route, operation, *d, offset, cancel, inline)
+                self.device_transfer(&settings, request, d.range(), d.after_stream(), cancel)
             }
         }
     }
 
+    #[allow(clippy::type_complexity)]
     fn host_transfer(
         &self,
         settings: &Settings,
-        route: RequestRoute,
-        memory: TaskMemory<'_>,
-        offset: u64,
+        request: Request,
         cancel: &AtomicBool,
-        inline: bool,
+        run: &(
+             dyn Fn(
+            Descriptors<'_>,
+            crate::task::Task,
+            &AtomicBool,
+        ) -> Result<task_runner::TaskOutcome>
+                 + Sync
+         ),
     ) -> Result<Transfer> {
-        let operation = match memory {
-            TaskMemory::HostRead(_) => Operation::Read,
-            TaskMemory::HostWrite(_) => Operation::Write,
-        };
-        let len = match &memory {
-            TaskMemory::HostRead(b) => b.len(),
-            TaskMemory::HostWrite(b) => b.len(),
-        } as u64;
-
+        let plan = plan::plan(request, settings, &self.routing, None);
         // Opportunistic O_DIRECT for the page-aligned middle.
-        let wants_direct = match operation {
-            Operation::Read => settings.auto_direct_io_read(),
-            Operation::Write => settings.auto_direct_io_write(),
+        let (wants_direct, setting) = match request.operation {
+            Operation::Read => (settings.auto_direct_io_read(), "auto_direct_io_read"),
+            Operation::Write => (settings.auto_direct_io_write(), "auto_direct_io_write"),
         };
-        let setting_name = match operation {
-            Operation::Read => "auto_direct_io_read",
-            Operation::Write => "auto_direct_io_write",
-        };
-        let (direct, mut direct_status) = if !wants_direct {
-            (None, format!("not used ({setting_name} is off)"))
+        let (direct, status) = if !wants_direct {
+            (None, DirectIoStatus::Off { setting })
         } else {
             match self.direct_descriptor() {
-                Ok(fd) => (
-                    Some(fd),
-                    format!(
-                        "{setting_name} is on: page-aligned middle of each task with O_DIRECT, \
-                         unaligned head and tail through the page cache"
-                    ),
+                Ok(fd) => (Some(fd), DirectIoStatus::On { setting }),
+                Err(why) => (
+                    None,
+                    DirectIoStatus::Unavailable {
+                        setting,
+                        reason: why.to_string(),
+                    },
                 ),
-                Err(why) => (None, format!("{setting_name} is on, but {why}: not used")),
             }
         };
         let fds = Descriptors {
@@ -610,159 +767,75 @@ impl Inner {
             direct,
             bounce_size: settings.bounce_buffer_size(),
         };
-
-        let tasks: Vec<Task> = task::split(offset, len, settings.task_size()).collect();
-        let mut work = Vec::with_capacity(tasks.len());
-        match memory {
-            TaskMemory::HostRead(mut rest) => {
-                for t in &tasks {
-                    let (mine, more) = std::mem::take(&mut rest).split_at_mut(t.size as usize);
-                    work.push((*t, TaskMemory::HostRead(mine)));
-                    rest = more;
-                }
-            }
-            TaskMemory::HostWrite(mut rest) => {
-                for t in &tasks {
-                    let (mine, more) = rest.split_at(t.size as usize);
-                    work.push((*t, TaskMemory::HostWrite(mine)));
-                    rest = more;
-                }
-            }
-        }
-        let run = |task: Task, memory: TaskMemory<'_>| match memory {
-            TaskMemory::HostRead(buf) => posix::read(fds, buf, task.file_offset, cancel),
-            TaskMemory::HostWrite(buf) => posix::write(fds, buf, task.file_offset, cancel),
-        };
-        let outcomes = self.run_tasks(settings.num_threads(), work, cancel, inline, &run)?;
-
-        let bytes = contiguous_bytes(&tasks, &outcomes);
-        if let Some(refused) = outcomes.iter().find_map(|o| o.direct_refused.as_ref()) {
-            direct_status = format!(
-                "{setting_name} is on, but the filesystem refused O_DIRECT I/O ({refused}): \
-                 the rest went through the page cache"
-            );
-        }
-        let report = PathReport {
-            operation,
-            path: self.path.clone(),
-            file_offset: offset,
-            requested_bytes: len,
-            bytes,
-            memory: MemoryKind::Host,
-            kvik: KvikLayer {
-                requested_compat_mode: self.routing.requested,
-                effective_compat_mode: self.routing.effective,
-                backend: route.backend,
-                reason: route.reason,
-                file_reasons: self.routing.reasons.clone(),
-                threads: settings.num_threads(),
-                task_size: settings.task_size(),
-                direct_io: DirectIoUse {
-                    requested: wants_direct,
-                    status: direct_status,
-                    bytes: outcomes.iter().map(|o| o.direct_bytes).sum(),
-                },
-                tasks: tasks
-                    .iter()
-                    .zip(&outcomes)
-                    .map(|(t, o)| TaskReport {
-                        file_offset: t.file_offset,
-                        size: t.size,
-                        backend: Backend::Posix,
-                        bytes: o.bytes,
-                        direct_io_bytes: o.direct_bytes,
-                    })
-                    .collect(),
+        let totals = self.run(&plan, cancel, &|task| run(fds, task, cancel))?;
+        let status = match &totals.direct_refused {
+            Some(error) => DirectIoStatus::Refused {
+                setting,
+                error: error.clone(),
             },
-            cufile: CuFileLayer::not_called("host memory never goes to cuFile"),
+            None => status,
         };
-        Ok(Transfer {
-            bytes: bytes as usize,
-            report,
-        })
+        let direct_io = DirectIoUse {
+            status,
+            bytes: totals.direct_bytes,
+        };
+        let cufile = CuFileLayer::NotCalled {
+            reason: NotCalledReason::HostMemory,
+        };
+        Ok(self.report(&plan, &totals, direct_io, cufile))
     }
 
-    /// Run every task; the first error cancels the tasks not yet started
-    /// (and stops running ones at their next system call), and this returns
-    /// only when no task is left running.
-    fn run_tasks<M: Send>(
+    /// Run the plan's tasks where it says.
+    fn run(
         &self,
-        threads: usize,
-        work: Vec<(Task, M)>,
+        plan: &Plan,
         cancel: &AtomicBool,
-        inline: bool,
-        run: &(dyn Fn(Task, M) -> Result<TaskOutcome> + Sync),
-    ) -> Result<Vec<TaskOutcome>> {
-        let mut outcomes = vec![TaskOutcome::default(); work.len()];
-        let first_error: Mutex<Option<Error>> = Mutex::new(None);
-        let in_flight = &self.tasks_in_flight;
-        let one = |task: Task, memory: M, slot: &mut TaskOutcome| {
-            if cancel.load(Ordering::Relaxed) {
-                return;
-            }
-            let running = Running::start(in_flight);
-            let result = run(task, memory);
-            drop(running);
-            match result {
-                Ok(outcome) => *slot = outcome,
-                Err(e) => {
-                    cancel.store(true, Ordering::Relaxed);
-                    first_error
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .get_or_insert(e);
-                }
-            }
+        run: &(dyn Fn(crate::task::Task) -> Result<task_runner::TaskOutcome> + Sync),
+    ) -> Result<Totals> {
+        let pool = match plan.execution {
+            Execution::Pool { threads } => Some(thread_pool::get(threads)?),
+            Execution::CallingThread => None,
         };
-        if work.len() <= 1 && inline {
-            for ((task, memory), slot) in work.into_iter().zip(outcomes.iter_mut()) {
-                one(task, memory, slot);
-            }
-        } else {
-            let one = &one;
-            // FIFO: every thread takes tasks in file order, so the kernel's
-            // readahead sees one forward stream (rayon's default LIFO has the
-            // owner read backwards from the end while thieves read forwards,
-            // which halves cold-file throughput).
-            thread_pool::get(threads)?.scope_fifo(|s| {
-                for ((task, memory), slot) in work.into_iter().zip(outcomes.iter_mut()) {
-                    s.spawn_fifo(move |_| one(task, memory, slot));
-                }
-            });
-        }
-        match first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            Some(e) => Err(e),
-            None => Ok(outcomes),
-        }
+        task_runner::run_tasks(
+            &plan.tasks(),
+            plan.execution,
+            pool.as_deref(),
+            cancel,
+            &self.tasks_in_flight,
+            run,
+        )
     }
-}
 
-/// One task counted in `tasks_in_flight` until dropped — also when the
-/// task panics, so a bug in one request cannot leave the count wrong.
-struct Running<'a>(&'a AtomicUsize);
-
-impl<'a> Running<'a> {
-    fn start(count: &'a AtomicUsize) -> Running<'a> {
-        count.fetch_add(1, Ordering::SeqCst);
-        Running(count)
-    }
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// A request's result: the bytes up to the first task that came up short
-/// (met the end of the file); anything after it would not be contiguous.
-fn contiguous_bytes(tasks: &[Task], outcomes: &[TaskOutcome]) -> u64 {
-    let mut bytes = 0u64;
-    for (t, o) in tasks.iter().zip(outcomes) {
-        bytes += o.bytes;
-        if o.bytes < t.size {
-            break;
+    /// The report of a finished request.
+    fn report(
+        &self,
+        plan: &Plan,
+        totals: &Totals,
+        direct_io: DirectIoUse,
+        cufile: CuFileLayer,
+    ) -> Transfer {
+        let request = plan.request;
+        let report = PathReport {
+            operation: request.operation,
+            path: self.path.clone(),
+            file_offset: request.file_offset,
+            requested_bytes: request.size,
+            bytes: totals.bytes,
+            memory: request.memory,
+            kvik: KvikLayer {
+                file: self.routing.clone(),
+                route: plan.route,
+                other_routes: Vec::new(),
+                execution: plan.execution,
+                task_size: plan.task_size,
+                tasks: plan.tasks().runs(),
+                direct_io,
+            },
+            cufile,
+        };
+        Transfer {
+            bytes: totals.bytes as usize,
+            report,
         }
     }
-    bytes
 }

@@ -34,11 +34,14 @@ mod file_handle;
 pub mod gpu;
 pub mod path_report;
 mod pending_io;
+pub mod plan;
 mod posix;
 pub mod routing;
+mod scope;
 pub mod settings;
 pub mod size;
 pub mod task;
+mod task_runner;
 pub mod thread_pool;
 
 pub use buffer::{
@@ -46,9 +49,11 @@ pub use buffer::{
 };
 pub use compat::{CompatMode, ParseCompatModeError};
 pub use error::{Error, Result};
-pub use file_handle::{FileHandle, OpenMode, Transfer};
+pub use file_handle::{FileHandle, OpenMode, OpenOptions, Transfer};
 pub use path_report::{CuFileLayer, Operation, PathReport};
 pub use pending_io::PendingIo;
+pub use plan::Plan;
 pub use routing::{Backend, CuFileAvailability, FileRouting, MemoryKind, RequestRoute};
+pub use scope::{Scope, ScopedIo, scope};
 pub use settings::{Settings, Source};
 pub use size::{ParseSizeError, Size, parse_size};

@@ -5,7 +5,7 @@
 //!   miss it asks the kernel to fetch ahead (`POSIX_FADV_WILLNEED`) before
 //!   reading, so parallel tasks on a cold file keep the device busy.
 //! * A read stops at end of file and returns what it got (KvikIO fails with
-//!   "EOF"; SPEC §5 wants the short count, and `read_exact` to say where).
+//!   "EOF"; we return the short count, and `read_exact` says where).
 //! * Opportunistic O_DIRECT (KvikIO's `auto_direct_io_read/write`): when the
 //!   file has an O_DIRECT descriptor, the page-aligned middle of the range
 //!   goes through it — straight from/to the caller's memory when that is
@@ -29,6 +29,7 @@ use crate::buffer::BounceBuffer;
 use crate::error::{Error, Result};
 use crate::path_report::Operation;
 use crate::task::page_size;
+use crate::task_runner::TaskOutcome;
 
 /// The descriptors a task may use.
 #[derive(Debug, Clone, Copy)]
@@ -39,15 +40,6 @@ pub(crate) struct Descriptors<'a> {
     pub direct: Option<&'a File>,
     /// Bounce buffer size for unaligned memory (rounded down to pages).
     pub bounce_size: u64,
-}
-
-/// What one task did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct TaskOutcome {
-    pub bytes: u64,
-    pub direct_bytes: u64,
-    /// O_DIRECT was refused mid-task (the OS error), so the rest went buffered.
-    pub direct_refused: Option<String>,
 }
 
 /// One system call's worth of a task: which descriptor, how many bytes.

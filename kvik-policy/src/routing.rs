@@ -13,9 +13,12 @@
 //! 2.2 GB/s on the test machine, against 40+ GB/s for a page-cached file
 //! through our bounce buffers). We take the faster path and say why.
 
+use std::fmt;
+
 use gds_core::readiness::{Readiness, VerdictKind};
 
 use crate::CompatMode;
+use crate::size::bytes_text;
 
 /// Who moves the bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -54,8 +57,8 @@ pub struct CuFileAvailability {
     /// cuFile has a direct path (nvidia-fs, or PCI P2PDMA for the storage);
     /// without one it could only run its own compatibility mode.
     pub direct_path: bool,
-    /// The evidence, most decisive first.
-    pub reasons: Vec<String>,
+    /// The evidence, most decisive first (gds-core's readiness reasons).
+    pub evidence: Vec<String>,
 }
 
 impl CuFileAvailability {
@@ -69,7 +72,101 @@ impl CuFileAvailability {
         CuFileAvailability {
             usable,
             direct_path,
-            reasons: readiness.verdict.reasons.clone(),
+            evidence: readiness.verdict.reasons.clone(),
+        }
+    }
+
+    /// Compat mode ON never asks: nothing is known, nothing is used.
+    pub fn not_asked() -> CuFileAvailability {
+        CuFileAvailability {
+            usable: false,
+            direct_path: false,
+            evidence: Vec::new(),
+        }
+    }
+}
+
+/// Why a file's device-memory requests go where they go.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FileDecision {
+    /// Compat mode ON: cuFile is never used (libcufile is not even loaded).
+    CompatOn,
+    /// Compat mode OFF: cuFile is always used; without a direct path it
+    /// runs its own compatibility mode (reads staged through host memory).
+    CompatOff { direct_path: bool },
+    /// AUTO, and cuFile cannot be used here.
+    AutoUnavailable,
+    /// AUTO, and cuFile could only run its own compatibility mode, which
+    /// reads with O_DIRECT and so never from the page cache; our bounce
+    /// buffers read cached data at memory speed and uncached data as fast.
+    AutoNoDirectPath,
+    /// AUTO, and cuFile has a direct path.
+    AutoDirectPath,
+}
+
+impl fmt::Display for FileDecision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FileDecision::CompatOn => "compat mode ON: cuFile is never used",
+            FileDecision::CompatOff { direct_path: true } => {
+                "compat mode OFF: cuFile is always used, and it has a direct path here"
+            }
+            FileDecision::CompatOff { direct_path: false } => {
+                "compat mode OFF: cuFile is always used; it has no direct path here, so it runs \
+                 its own compatibility mode (reads staged through host memory)"
+            }
+            FileDecision::AutoUnavailable => {
+                "compat mode AUTO: cuFile cannot be used here, so POSIX through bounce buffers"
+            }
+            FileDecision::AutoNoDirectPath => {
+                "compat mode AUTO: cuFile has no direct path here and its compatibility mode \
+                 reads with O_DIRECT, bypassing the page cache; POSIX through bounce buffers \
+                 reads cached data at memory speed, so POSIX is used"
+            }
+            FileDecision::AutoDirectPath => "compat mode AUTO: cuFile has a direct path here",
+        })
+    }
+}
+
+/// cuFile was chosen for a file but could not take it (AUTO then falls
+/// back to POSIX for that file; OFF fails).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CuFileSetupFailure {
+    /// The O_DIRECT descriptor cuFile registers could not be opened.
+    DirectDescriptor {
+        /// The OS error number.
+        errno: Option<i32>,
+        message: String,
+    },
+    /// The cuFile driver could not be opened.
+    Driver { message: String },
+    /// `cuFileHandleRegister` refused the file.
+    Registration {
+        /// cuFile's status code (`err`), when the call returned one.
+        status: Option<u32>,
+        message: String,
+    },
+}
+
+impl fmt::Display for CuFileSetupFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CuFileSetupFailure::DirectDescriptor { message, .. } => {
+                write!(
+                    f,
+                    "cannot open the O_DIRECT descriptor cuFile needs: {message}"
+                )
+            }
+            CuFileSetupFailure::Driver { message } => {
+                write!(f, "cannot open the cuFile driver: {message}")
+            }
+            CuFileSetupFailure::Registration { message, .. } => {
+                write!(f, "cuFile cannot register the file: {message}")
+            }
         }
     }
 }
@@ -84,25 +181,45 @@ pub struct FileRouting {
     pub effective: CompatMode,
     /// The backend device-memory requests use (subject to `gds_threshold`).
     pub device_backend: Backend,
-    /// Why, in plain words.
-    pub reasons: Vec<String>,
+    /// Why.
+    pub decision: FileDecision,
+    /// What cuFile's availability was judged on (empty under compat mode ON).
+    pub evidence: Vec<String>,
+    /// cuFile was chosen but could not take this file, so it fell back to POSIX.
+    pub fallback: Option<CuFileSetupFailure>,
 }
 
 impl FileRouting {
     /// cuFile was chosen but failed for this file (registration, say): under
     /// AUTO the file falls back to POSIX with the reason kept.
-    pub fn fall_back(&mut self, reason: String) {
+    pub fn fall_back(&mut self, failure: CuFileSetupFailure) {
         self.effective = CompatMode::On;
         self.device_backend = Backend::Posix;
-        self.reasons.push(reason);
+        self.fallback = Some(failure);
+    }
+
+    /// Every reason, most decisive first, as lines for people.
+    pub fn reasons(&self) -> Vec<String> {
+        let mut lines = vec![self.decision.to_string()];
+        if let Some(failure) = &self.fallback {
+            lines.push(format!("falling back to POSIX: {failure}"));
+        }
+        lines.extend(self.evidence.iter().cloned());
+        lines
     }
 }
 
 /// Compat mode OFF demands cuFile, and cuFile cannot work here.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("compat mode is OFF (cuFile required) but cuFile cannot be used: {}", reasons.join("; "))]
-pub struct CuFileRequired {
-    pub reasons: Vec<String>,
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CuFileRequired {
+    /// cuFile is not usable on this machine.
+    #[error("compat mode is OFF (cuFile required) but cuFile cannot be used: {}", evidence.join("; "))]
+    Unavailable { evidence: Vec<String> },
+    /// cuFile is usable but could not take this file.
+    #[error("compat mode is OFF (cuFile required) but {failure}")]
+    SetupFailed { failure: CuFileSetupFailure },
 }
 
 /// Decide, for one file, whether device-memory requests go to cuFile.
@@ -110,62 +227,92 @@ pub fn route_file(
     requested: CompatMode,
     cufile: &CuFileAvailability,
 ) -> Result<FileRouting, CuFileRequired> {
-    let decision = |effective, device_backend, reasons| FileRouting {
+    let (effective, decision) = match requested {
+        CompatMode::On => (CompatMode::On, FileDecision::CompatOn),
+        CompatMode::Off if !cufile.usable => {
+            return Err(CuFileRequired::Unavailable {
+                evidence: cufile.evidence.clone(),
+            });
+        }
+        CompatMode::Off => (
+            CompatMode::Off,
+            FileDecision::CompatOff {
+                direct_path: cufile.direct_path,
+            },
+        ),
+        CompatMode::Auto if !cufile.usable => (CompatMode::On, FileDecision::AutoUnavailable),
+        CompatMode::Auto if !cufile.direct_path => (CompatMode::On, FileDecision::AutoNoDirectPath),
+        CompatMode::Auto => (CompatMode::Off, FileDecision::AutoDirectPath),
+    };
+    Ok(FileRouting {
         requested,
         effective,
-        device_backend,
-        reasons,
-    };
-    match requested {
-        CompatMode::On => Ok(decision(
-            CompatMode::On,
-            Backend::Posix,
-            vec!["compat mode ON: cuFile is never used".into()],
-        )),
-        CompatMode::Off if !cufile.usable => Err(CuFileRequired {
-            reasons: cufile.reasons.clone(),
-        }),
-        CompatMode::Off => {
-            let mut reasons = vec!["compat mode OFF: cuFile is always used".into()];
-            if !cufile.direct_path {
-                reasons.push(
-                    "cuFile has no direct path here, so it will run its own compatibility mode \
-                     (reads staged through host memory)"
-                        .into(),
-                );
+        device_backend: match effective {
+            CompatMode::Off => Backend::Cufile,
+            _ => Backend::Posix,
+        },
+        decision,
+        evidence: cufile.evidence.clone(),
+        fallback: None,
+    })
+}
+
+/// Why one request takes its backend.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RouteReason {
+    /// Host memory is always read and written with POSIX.
+    HostMemory,
+    /// The file sends device memory through pinned bounce buffers.
+    FileRoutedToPosix { effective_compat_mode: CompatMode },
+    /// A device request below `gds_threshold` is one POSIX call through a
+    /// bounce buffer on the calling thread (KvikIO's shortcut).
+    BelowGdsThreshold { size: u64, gds_threshold: u64 },
+    /// A device request of at least `gds_threshold` on a file routed to cuFile.
+    CuFile { size: u64, gds_threshold: u64 },
+}
+
+impl fmt::Display for RouteReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RouteReason::HostMemory => {
+                f.write_str("host memory is always read and written with POSIX")
             }
-            reasons.extend(cufile.reasons.iter().cloned());
-            Ok(decision(CompatMode::Off, Backend::Cufile, reasons))
-        }
-        CompatMode::Auto if !cufile.usable => {
-            let mut reasons =
-                vec!["compat mode AUTO: cuFile is not available, using POSIX".to_string()];
-            reasons.extend(cufile.reasons.iter().cloned());
-            Ok(decision(CompatMode::On, Backend::Posix, reasons))
-        }
-        CompatMode::Auto if !cufile.direct_path => {
-            let mut reasons = vec![
-                "compat mode AUTO: cuFile has no direct path here; its compatibility mode reads with \
-                 O_DIRECT, bypassing the page cache (2.2 GB/s on the test machine against 40+ GB/s \
-                 for a cached file through bounce buffers), so POSIX is used"
-                    .to_string(),
-            ];
-            reasons.extend(cufile.reasons.iter().cloned());
-            Ok(decision(CompatMode::On, Backend::Posix, reasons))
-        }
-        CompatMode::Auto => {
-            let mut reasons = vec!["compat mode AUTO: cuFile has a direct path here".to_string()];
-            reasons.extend(cufile.reasons.iter().cloned());
-            Ok(decision(CompatMode::Off, Backend::Cufile, reasons))
+            RouteReason::FileRoutedToPosix {
+                effective_compat_mode,
+            } => write!(
+                f,
+                "device memory through pinned bounce buffers (effective compat mode {effective_compat_mode})"
+            ),
+            RouteReason::BelowGdsThreshold {
+                size,
+                gds_threshold,
+            } => write!(
+                f,
+                "{} is below gds_threshold ({}): one POSIX call through a bounce buffer on the \
+                 calling thread",
+                bytes_text(*size),
+                bytes_text(*gds_threshold)
+            ),
+            RouteReason::CuFile {
+                size,
+                gds_threshold,
+            } => write!(
+                f,
+                "cuFile ({} is at least gds_threshold, {})",
+                bytes_text(*size),
+                bytes_text(*gds_threshold)
+            ),
         }
     }
 }
 
 /// The per-request decision.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct RequestRoute {
     pub backend: Backend,
-    pub reason: String,
+    pub reason: RouteReason,
 }
 
 /// Decide the backend for one request of `size` bytes into `memory`.
@@ -175,30 +322,32 @@ pub fn route_request(
     size: u64,
     gds_threshold: u64,
 ) -> RequestRoute {
-    match memory {
-        MemoryKind::Host => RequestRoute {
-            backend: Backend::Posix,
-            reason: "host memory is always read and written with POSIX".into(),
-        },
-        MemoryKind::Device { .. } if file.device_backend == Backend::Posix => RequestRoute {
-            backend: Backend::Posix,
-            reason: format!(
-                "device memory through pinned bounce buffers (effective compat mode {})",
-                file.effective
-            ),
-        },
-        MemoryKind::Device { .. } if size < gds_threshold => RequestRoute {
-            backend: Backend::Posix,
-            reason: format!(
-                "{size} bytes is below gds_threshold ({gds_threshold} bytes): POSIX through a bounce \
-                 buffer on the calling thread"
-            ),
-        },
-        MemoryKind::Device { .. } => RequestRoute {
-            backend: Backend::Cufile,
-            reason: "cuFile".into(),
-        },
-    }
+    let (backend, reason) = match memory {
+        MemoryKind::Host => (Backend::Posix, RouteReason::HostMemory),
+        // KvikIO's shortcut comes first: whatever the file's routing, a small
+        // device request is one synchronous POSIX call.
+        MemoryKind::Device { .. } if size < gds_threshold => (
+            Backend::Posix,
+            RouteReason::BelowGdsThreshold {
+                size,
+                gds_threshold,
+            },
+        ),
+        MemoryKind::Device { .. } if file.device_backend == Backend::Posix => (
+            Backend::Posix,
+            RouteReason::FileRoutedToPosix {
+                effective_compat_mode: file.effective,
+            },
+        ),
+        MemoryKind::Device { .. } => (
+            Backend::Cufile,
+            RouteReason::CuFile {
+                size,
+                gds_threshold,
+            },
+        ),
+    };
+    RequestRoute { backend, reason }
 }
 
 #[cfg(test)]
@@ -209,7 +358,7 @@ mod tests {
         CuFileAvailability {
             usable,
             direct_path,
-            reasons: vec!["evidence".into()],
+            evidence: vec!["evidence".into()],
         }
     }
 
@@ -219,12 +368,14 @@ mod tests {
     fn on_never_uses_cufile_even_with_a_direct_path() {
         let file = route_file(CompatMode::On, &availability(true, true)).unwrap();
         assert_eq!(
-            (file.effective, file.device_backend),
-            (CompatMode::On, Backend::Posix)
+            (file.effective, file.device_backend, file.decision),
+            (CompatMode::On, Backend::Posix, FileDecision::CompatOn)
         );
         assert_eq!(
-            route_request(&file, DEVICE, 1 << 30, 16 << 10).backend,
-            Backend::Posix
+            route_request(&file, DEVICE, 1 << 30, 16 << 10).reason,
+            RouteReason::FileRoutedToPosix {
+                effective_compat_mode: CompatMode::On
+            }
         );
     }
 
@@ -232,56 +383,96 @@ mod tests {
     fn off_uses_cufile_even_in_its_compat_mode_and_fails_when_unusable() {
         let file = route_file(CompatMode::Off, &availability(true, false)).unwrap();
         assert_eq!(file.device_backend, Backend::Cufile);
-        assert!(file.reasons.iter().any(|r| r.contains("no direct path")));
+        assert_eq!(
+            file.decision,
+            FileDecision::CompatOff { direct_path: false }
+        );
         let err = route_file(CompatMode::Off, &availability(false, false)).unwrap_err();
-        assert_eq!(err.reasons, vec!["evidence".to_string()]);
-        assert!(err.to_string().contains("compat mode is OFF"));
+        assert_eq!(
+            err,
+            CuFileRequired::Unavailable {
+                evidence: vec!["evidence".to_string()]
+            }
+        );
     }
 
     #[test]
     fn auto_takes_cufile_only_with_a_direct_path() {
-        let posix = route_file(CompatMode::Auto, &availability(true, false)).unwrap();
-        assert_eq!(
-            (posix.effective, posix.device_backend),
-            (CompatMode::On, Backend::Posix)
-        );
-        assert!(posix.reasons[0].contains("no direct path"));
-        let unusable = route_file(CompatMode::Auto, &availability(false, false)).unwrap();
-        assert_eq!(unusable.device_backend, Backend::Posix);
-        assert_eq!(unusable.reasons.last().unwrap(), "evidence");
-        let direct = route_file(CompatMode::Auto, &availability(true, true)).unwrap();
-        assert_eq!(
-            (direct.effective, direct.device_backend),
-            (CompatMode::Off, Backend::Cufile)
-        );
+        let cases = [
+            (
+                (true, false),
+                FileDecision::AutoNoDirectPath,
+                Backend::Posix,
+            ),
+            (
+                (false, false),
+                FileDecision::AutoUnavailable,
+                Backend::Posix,
+            ),
+            ((true, true), FileDecision::AutoDirectPath, Backend::Cufile),
+        ];
+        for ((usable, direct), decision, backend) in cases {
+            let file = route_file(CompatMode::Auto, &availability(usable, direct)).unwrap();
+            assert_eq!((file.decision, file.device_backend), (decision, backend));
+            assert_eq!(file.evidence, vec!["evidence".to_string()]);
+        }
     }
 
     #[test]
     fn host_memory_is_always_posix_and_small_device_requests_skip_cufile() {
         let file = route_file(CompatMode::Off, &availability(true, true)).unwrap();
         let host = route_request(&file, MemoryKind::Host, 1 << 30, 16 << 10);
-        assert_eq!(host.backend, Backend::Posix);
-        assert!(host.reason.contains("host memory"));
+        assert_eq!(
+            (host.backend, host.reason),
+            (Backend::Posix, RouteReason::HostMemory)
+        );
         let small = route_request(&file, DEVICE, (16 << 10) - 1, 16 << 10);
-        assert_eq!(small.backend, Backend::Posix);
-        assert!(small.reason.contains("below gds_threshold"));
+        assert_eq!(
+            small.reason,
+            RouteReason::BelowGdsThreshold {
+                size: (16 << 10) - 1,
+                gds_threshold: 16 << 10
+            }
+        );
         assert_eq!(
             route_request(&file, DEVICE, 16 << 10, 16 << 10).backend,
             Backend::Cufile
         );
+        // The shortcut holds whatever the file's routing (KvikIO checks the
+        // threshold before anything else).
+        let posix = route_file(CompatMode::On, &availability(true, true)).unwrap();
+        assert!(matches!(
+            route_request(&posix, DEVICE, 100, 16 << 10).reason,
+            RouteReason::BelowGdsThreshold { .. }
+        ));
     }
 
     #[test]
     fn a_registration_failure_falls_back_with_its_reason() {
         let mut file = route_file(CompatMode::Auto, &availability(true, true)).unwrap();
-        file.fall_back("cuFileHandleRegister failed: 5027".into());
+        let failure = CuFileSetupFailure::Registration {
+            status: Some(5027),
+            message: "cuFileHandleRegister failed".into(),
+        };
+        file.fall_back(failure.clone());
         assert_eq!(
             (file.effective, file.device_backend),
             (CompatMode::On, Backend::Posix)
         );
-        assert_eq!(
-            file.reasons.last().unwrap(),
-            "cuFileHandleRegister failed: 5027"
-        );
+        assert_eq!(file.fallback, Some(failure));
+        assert!(file.reasons()[1].starts_with("falling back to POSIX"));
+    }
+
+    #[test]
+    fn reasons_serialize_with_stable_tags() {
+        let json = serde_json::to_value(RouteReason::BelowGdsThreshold {
+            size: 1,
+            gds_threshold: 2,
+        })
+        .unwrap();
+        assert_eq!(json["kind"], "below_gds_threshold");
+        let json = serde_json::to_value(FileDecision::CompatOff { direct_path: false }).unwrap();
+        assert_eq!(json["kind"], "compat_off");
+        assert_eq!(json["direct_path"], false);
     }
 }

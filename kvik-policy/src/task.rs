@@ -57,6 +57,105 @@ impl TaskSplit {
     pub fn chunk_size(&self) -> u64 {
         self.chunk
     }
+
+    /// Where the request starts in the file.
+    pub fn file_offset(&self) -> u64 {
+        self.file_offset
+    }
+
+    /// The request's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// How many tasks the whole request has (from the start, whatever has
+    /// been iterated), as a `u64`: a request of 2^63 bytes in 1-byte tasks
+    /// has more tasks than a 32-bit `usize` counts.
+    pub fn task_count(&self) -> u64 {
+        if self.size == 0 {
+            0
+        } else {
+            self.size.div_ceil(self.chunk)
+        }
+    }
+
+    /// Task `index` of the request (`None` past the last), in constant time:
+    /// workers take tasks by index, so nothing is materialised.
+    pub fn task(&self, index: u64) -> Option<Task> {
+        if index >= self.task_count() {
+            return None;
+        }
+        let start = index * self.chunk;
+        Some(Task {
+            file_offset: self.file_offset + start,
+            buffer_offset: start,
+            size: self.chunk.min(self.size - start),
+        })
+    }
+
+    /// The tasks as at most two runs of equal size (every task but the
+    /// last has the chunk size): what a report shows instead of a list.
+    pub fn runs(&self) -> Vec<TaskRun> {
+        let count = self.task_count();
+        if count == 0 {
+            return Vec::new();
+        }
+        let last = self.task(count - 1).expect("count > 0");
+        let full = if last.size == self.chunk {
+            count
+        } else {
+            count - 1
+        };
+        let mut runs = Vec::with_capacity(2);
+        if full > 0 {
+            runs.push(TaskRun {
+                count: full,
+                first_file_offset: self.file_offset,
+                size: self.chunk,
+            });
+        }
+        if full < count {
+            runs.push(TaskRun {
+                count: 1,
+                first_file_offset: last.file_offset,
+                size: last.size,
+            });
+        }
+        runs
+    }
+}
+
+/// Consecutive tasks of one size, back to back in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct TaskRun {
+    pub count: u64,
+    pub first_file_offset: u64,
+    /// The size of each task of the run.
+    pub size: u64,
+}
+
+impl TaskRun {
+    /// Where the last task of the run starts.
+    pub fn last_file_offset(&self) -> u64 {
+        self.first_file_offset + (self.count - 1) * self.size
+    }
+
+    /// Where the run ends in the file.
+    pub fn end(&self) -> u64 {
+        self.first_file_offset + self.count * self.size
+    }
+
+    /// Append `later` to a list of runs, merging it into the last run when
+    /// it continues that run (same size, starting where it ends): a read
+    /// done in a thousand windows of the same split reports as one run.
+    pub fn push_merged(runs: &mut Vec<TaskRun>, later: TaskRun) {
+        match runs.last_mut() {
+            Some(last) if last.size == later.size && last.end() == later.first_file_offset => {
+                last.count += later.count;
+            }
+            _ => runs.push(later),
+        }
+    }
 }
 
 impl Iterator for TaskSplit {
@@ -83,12 +182,12 @@ impl Iterator for TaskSplit {
         } else {
             remaining.div_ceil(self.chunk)
         };
-        let n = usize::try_from(n).unwrap_or(usize::MAX);
-        (n, Some(n))
+        match usize::try_from(n) {
+            Ok(n) => (n, Some(n)),
+            Err(_) => (usize::MAX, None),
+        }
     }
 }
-
-impl ExactSizeIterator for TaskSplit {}
 
 /// The system page size.
 pub fn page_size() -> u64 {
@@ -146,7 +245,7 @@ mod tests {
     }
 
     #[test]
-    fn size_hint_is_exact() {
+    fn size_hint_count_and_random_access_agree_with_iteration() {
         for (size, task) in [
             (0, 5),
             (1, 5),
@@ -154,10 +253,66 @@ mod tests {
             (10 * MIB, 3 * MIB),
             (1 << 30, 4 * MIB),
         ] {
-            let split = split_with_page_size(0, size, task, 4096);
-            let hinted = split.len();
-            assert_eq!(hinted, split.count(), "size {size} task {task}");
+            let split = split_with_page_size(7, size, task, 4096);
+            let tasks: Vec<Task> = split.clone().collect();
+            assert_eq!(split.size_hint().0, tasks.len(), "size {size} task {task}");
+            assert_eq!(split.task_count(), tasks.len() as u64);
+            for (i, t) in tasks.iter().enumerate() {
+                assert_eq!(split.task(i as u64), Some(*t));
+            }
+            assert_eq!(split.task(tasks.len() as u64), None);
+            // The runs cover exactly the tasks.
+            let from_runs: u64 = split.runs().iter().map(|r| r.count).sum();
+            assert_eq!(from_runs, tasks.len() as u64);
+            for run in split.runs() {
+                let first = tasks
+                    .iter()
+                    .position(|t| t.file_offset == run.first_file_offset)
+                    .unwrap();
+                for t in &tasks[first..first + run.count as usize] {
+                    assert_eq!(t.size, run.size);
+                }
+            }
         }
+    }
+
+    #[test]
+    fn a_huge_request_in_one_byte_tasks_is_counted_not_listed() {
+        let split = split_with_page_size(0, 1 << 62, 1, 4096);
+        assert_eq!(split.task_count(), 1 << 62);
+        assert_eq!(
+            split.task((1 << 62) - 1).unwrap().file_offset,
+            (1 << 62) - 1
+        );
+        assert_eq!(
+            split.runs(),
+            vec![TaskRun {
+                count: 1 << 62,
+                first_file_offset: 0,
+                size: 1
+            }]
+        );
+    }
+
+    #[test]
+    fn runs_merge_only_when_they_continue_each_other() {
+        let mut runs = split_with_page_size(0, 8 * MIB, 4 * MIB, 4096).runs();
+        TaskRun::push_merged(
+            &mut runs,
+            split_with_page_size(8 * MIB, 8 * MIB, 4 * MIB, 4096).runs()[0],
+        );
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].count, 4);
+        // A gap, or another size, starts a new run.
+        TaskRun::push_merged(
+            &mut runs,
+            split_with_page_size(20 * MIB, 4 * MIB, 4 * MIB, 4096).runs()[0],
+        );
+        TaskRun::push_merged(
+            &mut runs,
+            split_with_page_size(24 * MIB, MIB, 4 * MIB, 4096).runs()[0],
+        );
+        assert_eq!(runs.len(), 3);
     }
 
     #[test]

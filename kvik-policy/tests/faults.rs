@@ -231,10 +231,10 @@ fn zero_length_requests_do_nothing_anywhere() {
     std::fs::write(&path, b"abc").unwrap();
     let f = FileHandle::open_with(&path, "r+", &settings(4, 1024)).unwrap();
     for offset in [0u64, 3, 1 << 40, i64::MAX as u64] {
-        let done = f.read_with_report(&mut [][..], offset).unwrap();
-        assert_eq!((done.bytes, done.report.kvik.tasks.len()), (0, 0));
-        f.read_exact(&mut [][..], offset).unwrap();
-        let done = f.write_with_report(&[][..], offset).unwrap();
+        let done = f.read_with_report(&mut [0u8; 0][..], offset).unwrap();
+        assert_eq!((done.bytes, done.report.task_count()), (0, 0));
+        f.read_exact(&mut [0u8; 0][..], offset).unwrap();
+        let done = f.write_with_report(&[0u8; 0][..], offset).unwrap();
         assert_eq!(done.bytes, 0);
         let (_, done) = f.pread(Vec::<u8>::new(), offset).wait_exact().unwrap();
         assert_eq!(done.bytes, 0);

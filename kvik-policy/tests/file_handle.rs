@@ -11,6 +11,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake};
 
 use common::{direct_io_works, random_bytes, settings, skip, within_a_minute};
+use kvik_policy::path_report::{DirectIoStatus, NotCalledReason};
+use kvik_policy::plan::Execution;
+use kvik_policy::routing::{FileDecision, RouteReason};
 use kvik_policy::{
     AlignedBuffer, Backend, CompatMode, CuFileLayer, DeviceSliceMut, Error, FileHandle, MemoryKind,
     OpenMode, Operation, thread_pool,
@@ -147,7 +150,9 @@ fn direct_io_matrix_with_unaligned_offsets_and_buffers() {
                         .kvik
                         .tasks
                         .iter()
-                        .map(|t| (t.file_offset, t.size))
+                        .flat_map(|run| {
+                            (0..run.count).map(|i| (run.first_file_offset + i * run.size, run.size))
+                        })
                         .collect();
                     let expected = whole_pages(&tasks, page);
                     assert_eq!(r.report.kvik.direct_io.bytes, expected, "{case}: read");
@@ -411,32 +416,25 @@ fn the_path_report_says_what_happened_and_why() {
         (Operation::Read, size as u64, size as u64)
     );
     assert_eq!(r.memory, MemoryKind::Host);
-    assert_eq!(r.kvik.backend, Backend::Posix);
-    assert_eq!(
-        r.kvik.reason,
-        "host memory is always read and written with POSIX"
-    );
-    assert_eq!(r.kvik.requested_compat_mode, CompatMode::On);
-    assert_eq!(r.kvik.effective_compat_mode, CompatMode::On);
-    assert_eq!(
-        r.kvik.file_reasons,
-        vec!["compat mode ON: cuFile is never used"]
-    );
-    let sizes: Vec<u64> = r.kvik.tasks.iter().map(|t| t.size).collect();
-    assert_eq!(sizes, vec![4 << 20, 4 << 20, (2 << 20) + 5]);
-    assert!(
-        r.kvik
-            .tasks
-            .iter()
-            .all(|t| t.backend == Backend::Posix && t.bytes == t.size)
-    );
+    assert_eq!(r.kvik.route.backend, Backend::Posix);
+    assert_eq!(r.kvik.route.reason, RouteReason::HostMemory);
+    assert_eq!(r.kvik.file.requested, CompatMode::On);
+    assert_eq!(r.kvik.file.effective, CompatMode::On);
+    assert_eq!(r.kvik.file.decision, FileDecision::CompatOn);
+    assert!(r.kvik.file.evidence.is_empty());
+    let runs: Vec<(u64, u64)> = r.kvik.tasks.iter().map(|t| (t.count, t.size)).collect();
+    assert_eq!(runs, vec![(2, 4 << 20), (1, (2 << 20) + 5)]);
     assert_eq!(r.task_summary(), "3 tasks: 2 × 4 MiB + 1 × 2097157 B");
-    assert_eq!(r.kvik.threads, 2);
-    assert!(!r.kvik.direct_io.requested);
-    assert!(
-        matches!(&r.cufile, CuFileLayer::NotCalled { reason } if reason.contains("host memory")),
-        "{:?}",
-        r.cufile
+    assert_eq!(r.kvik.execution, Execution::Pool { threads: 2 });
+    assert!(matches!(
+        r.kvik.direct_io.status,
+        DirectIoStatus::Off { .. }
+    ));
+    assert_eq!(
+        r.cufile,
+        CuFileLayer::NotCalled {
+            reason: NotCalledReason::HostMemory
+        }
     );
     let text = r.to_string();
     for needle in [
@@ -449,8 +447,9 @@ fn the_path_report_says_what_happened_and_why() {
         assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
     }
     let json = serde_json::to_value(r).unwrap();
-    assert_eq!(json["kvik"]["backend"], "posix");
-    assert_eq!(json["kvik"]["tasks"][2]["size"], (2 << 20) + 5);
+    assert_eq!(json["kvik"]["route"]["backend"], "posix");
+    assert_eq!(json["kvik"]["route"]["reason"]["kind"], "host_memory");
+    assert_eq!(json["kvik"]["tasks"][1]["size"], (2 << 20) + 5);
     assert_eq!(json["cufile"]["status"], "not_called");
 }
 
@@ -470,14 +469,17 @@ fn routing_is_decided_at_open_with_reasons() {
     let routing = auto.routing();
     assert_eq!(routing.requested, CompatMode::Auto);
     assert_eq!(routing.device_backend, Backend::Posix, "{routing:?}");
-    assert!(routing.reasons.len() >= 2, "{routing:?}");
+    assert!(!routing.evidence.is_empty(), "{routing:?}");
     assert!(
-        routing.reasons[0].starts_with("compat mode AUTO"),
+        matches!(
+            routing.decision,
+            FileDecision::AutoUnavailable | FileDecision::AutoNoDirectPath
+        ),
         "{routing:?}"
     );
     let mut buf = [0u8; 1];
     let done = auto.read_with_report(&mut buf[..], 0).unwrap();
-    assert_eq!(done.report.kvik.file_reasons, routing.reasons);
+    assert_eq!(&done.report.kvik.file, routing);
     // OFF: cuFile or nothing; never a silent fallback.
     s.set_compat_mode(CompatMode::Off);
     let err = FileHandle::open_with(&path, "r", &s).unwrap_err();

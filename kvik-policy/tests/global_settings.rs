@@ -39,11 +39,11 @@ fn overrides_apply_and_scopes_restore() {
             let mut buf = vec![0u8; 40_000];
             let done = f.read_with_report(&mut buf, 0).unwrap();
             assert_eq!(done.report.kvik.task_size, 8192);
-            assert_eq!(done.report.kvik.threads, 3);
-            assert_eq!(done.report.kvik.tasks.len(), 5);
+            assert_eq!(done.report.kvik.execution.threads(), 3);
+            assert_eq!(done.report.task_count(), 5);
             drop(_inner);
             let later = f.read_with_report(&mut buf, 0).unwrap();
-            assert_eq!(later.report.kvik.threads, outer.num_threads());
+            assert_eq!(later.report.kvik.execution.threads(), outer.num_threads());
         }
         assert_eq!(
             Settings::global().unwrap(),

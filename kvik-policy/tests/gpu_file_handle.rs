@@ -13,6 +13,8 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use kvik_policy::path_report::CuFileVerdict;
+use kvik_policy::routing::{FileDecision, RouteReason};
 use kvik_policy::{
     Backend, CompatMode, CuFileLayer, DeviceSlice, DeviceSliceMut, Error, FileHandle, Settings,
 };
@@ -104,18 +106,18 @@ fn bounce_buffer_reads_and_writes_are_exact() {
             "offset {file_offset} size {size}"
         );
         let r = &done.report;
-        assert_eq!(r.kvik.backend, Backend::Posix);
+        assert_eq!(r.kvik.route.backend, Backend::Posix);
         assert!(
             matches!(r.cufile, CuFileLayer::NotCalled { .. }),
             "{:?}",
             r.cufile
         );
         if size < 16 << 10 {
-            assert_eq!(r.kvik.tasks.len(), 1, "below gds_threshold: one task");
+            assert_eq!(r.task_count(), 1, "below gds_threshold: one task");
             assert!(
-                r.kvik.reason.contains("gds_threshold") || r.kvik.reason.contains("bounce"),
+                matches!(r.kvik.route.reason, RouteReason::BelowGdsThreshold { .. }),
                 "{}",
-                r.kvik.reason
+                r.kvik.route.reason
             );
         }
     }
@@ -196,7 +198,7 @@ fn cufile_reads_report_the_units_the_model_predicts() {
         say(&format!(
             "{:>6} MiB  {registered:<10}  {:>5}  {:>9}  {}  {}  {}  {verdict}",
             task_size / MIB,
-            done.report.kvik.tasks.len(),
+            done.report.task_count(),
             predicted_units.unwrap(),
             reads.n,
             reads.nvfs,
@@ -210,7 +212,10 @@ fn cufile_reads_report_the_units_the_model_predicts() {
         assert_eq!(reads.bytes, len as u64);
         if !gds_core::platform::nvidia_fs().loaded {
             assert_eq!((reads.nvfs, reads.posix), (0, reads.n));
-            assert!(verdict.contains("fell back inside"), "{verdict}");
+            assert!(
+                matches!(verdict, CuFileVerdict::CompatibilityMode { .. }),
+                "{verdict}"
+            );
         }
     }
     std::fs::remove_file(&path).unwrap();
@@ -226,12 +231,16 @@ fn auto_without_a_direct_path_takes_posix_and_says_why() {
     let f =
         FileHandle::open_with(&path, "r", &settings(CompatMode::Auto, 4, 4 * MIB as u64)).unwrap();
     let routing = f.routing();
-    say(&format!("AUTO routing: {:?}", routing.reasons));
+    say(&format!("AUTO routing: {:?}", routing.reasons()));
     if gds_core::platform::nvidia_fs().loaded {
         say("note: nvidia-fs is loaded here, AUTO may choose cuFile");
     } else {
         assert_eq!(routing.device_backend, Backend::Posix);
-        assert!(routing.reasons[0].contains("no direct path"), "{routing:?}");
+        assert_eq!(
+            routing.decision,
+            FileDecision::AutoNoDirectPath,
+            "{routing:?}"
+        );
     }
     let (stream, mut slice) = alloc(8 * MIB);
     let (done, back) = read_at(&f, &stream, &mut slice, 0, 8 * MIB, 0);

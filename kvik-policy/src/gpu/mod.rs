@@ -2,6 +2,10 @@
 //! bounce-buffer path that moves file bytes to and from GPU memory without
 //! cuFile.
 //!
+//! Public here: the per-GPU context and [`prepare`] (allocate a thread's
+//! pinned buffers ahead of time). What takes a device address stays inside
+//! the crate: requests reach it through typed buffers only.
+//!
 //! Everything here first asks `gds_core::cuda::probe()`: cudarc panics when
 //! `libcuda.so.1` is missing, and this library must never panic on a machine
 //! without a GPU.
@@ -9,10 +13,14 @@
 mod context;
 mod pointer;
 mod staging;
+#[cfg(test)]
+mod tests;
 
 pub use context::context;
-pub use pointer::{PointerInfo, pointer_info};
-pub use staging::{StagedCopies, prepare, read_to_device, write_from_device};
+pub use pointer::PointerInfo;
+pub(crate) use pointer::pointer_info;
+pub use staging::prepare;
+pub(crate) use staging::{StagedCopies, read_to_device, staging_chunk, write_from_device};
 
 use crate::error::Error;
 

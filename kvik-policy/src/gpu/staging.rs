@@ -20,6 +20,7 @@ use cudarc::driver::{CudaContext, CudaStream, sys};
 
 use std::path::Path;
 
+use crate::buffer::DeviceRange;
 use crate::error::Error;
 use crate::path_report::Operation;
 use crate::posix::io_error;
@@ -216,12 +217,12 @@ pub fn prepare(ordinal: u32, chunk: usize) -> Result<(), Error> {
 /// Copies still in flight on worker streams; wait for them before the
 /// caller may use the device memory.
 #[derive(Debug, Default)]
-pub struct StagedCopies {
+pub(crate) struct StagedCopies {
     streams: Vec<Arc<CudaStream>>,
 }
 
 impl StagedCopies {
-    pub fn merge(&mut self, other: StagedCopies) {
+    pub(crate) fn merge(&mut self, other: StagedCopies) {
         for stream in other.streams {
             if !self
                 .streams
@@ -234,7 +235,7 @@ impl StagedCopies {
     }
 
     /// Block until every copy has reached the device.
-    pub fn wait(&self) -> Result<(), Error> {
+    pub(crate) fn wait(&self) -> Result<(), Error> {
         for stream in &self.streams {
             stream
                 .synchronize()
@@ -266,34 +267,38 @@ fn pread_full(file: &File, buf: &mut [u8], offset: u64, path: &Path) -> Result<u
     Ok(done)
 }
 
-/// Read `size` bytes at `file_offset` into device memory at `dst` (on GPU
-/// `ordinal`) through this worker's pinned buffers, `chunk` bytes at a time.
-/// Returns the bytes read (short at end of file) and the copies in flight.
-pub fn read_to_device(
+/// Read `dst.len` bytes at `file_offset` into device memory `dst` through
+/// this worker's pinned buffers, `chunk` bytes at a time. Returns the bytes
+/// read (short at end of file) and the copies in flight. On an error, the
+/// copies already queued have landed before it returns.
+///
+/// # Safety
+/// `dst` must be device memory of its GPU, allocated and written by nobody
+/// else until the returned copies have been waited for.
+pub(crate) unsafe fn read_to_device(
     file: &File,
     path: &Path,
     file_offset: u64,
-    size: usize,
-    dst: u64,
-    ordinal: u32,
+    dst: DeviceRange,
     chunk: usize,
 ) -> Result<(usize, StagedCopies), Error> {
     let chunk = chunk.max(1);
-    with_staging(ordinal, chunk, |staging| {
+    let size = dst.len;
+    with_staging(dst.ordinal, chunk, |staging| {
         let stream = staging.stream.clone();
         let mut done = 0;
-        while done < size {
+        let mut step = || -> Result<bool, Error> {
             let want = chunk.min(size - done);
             let buffer = staging.next_buffer()?;
             let host = buffer.host.slice_mut(want);
             let n = pread_full(file, host, file_offset + done as u64, path)?;
             if n > 0 {
-                // SAFETY: the caller guarantees `dst..dst+size` is device
-                // memory of GPU `ordinal`; the host buffer stays untouched
-                // until the event recorded below completes.
+                // SAFETY: the caller guarantees `dst` is device memory of
+                // its GPU; the host buffer stays untouched until the event
+                // recorded below completes.
                 check("cuMemcpyHtoDAsync", unsafe {
                     sys::cuMemcpyHtoDAsync_v2(
-                        dst + done as u64,
+                        dst.ptr + done as u64,
                         host.as_ptr().cast(),
                         n,
                         stream.cu_stream(),
@@ -302,8 +307,18 @@ pub fn read_to_device(
                 buffer.copied.record(&stream)?;
             }
             done += n;
-            if n < want {
-                break; // end of file
+            Ok(n == want && done < size)
+        };
+        loop {
+            match step() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    // No copy of this worker may land after the request has
+                    // returned its error.
+                    let _ = stream.synchronize();
+                    return Err(e);
+                }
             }
         }
         Ok((
@@ -315,20 +330,24 @@ pub fn read_to_device(
     })
 }
 
-/// Write `size` bytes of device memory at `src` to `file_offset`: the copy
+/// Write `src.len` bytes of device memory `src` to `file_offset`: the copy
 /// of the next chunk to host memory runs while the current one is written.
-/// Returns when every byte is in the file (or on the first error).
-pub fn write_from_device(
+/// Returns when every byte is in the file (or on the first error, once no
+/// copy is left in flight).
+///
+/// # Safety
+/// `src` must be device memory of its GPU that stays allocated, and that
+/// nobody writes, during the call.
+pub(crate) unsafe fn write_from_device(
     file: &File,
     path: &Path,
     file_offset: u64,
-    size: usize,
-    src: u64,
-    ordinal: u32,
+    src: DeviceRange,
     chunk: usize,
 ) -> Result<usize, Error> {
     let chunk = chunk.max(1);
-    with_staging(ordinal, chunk, |staging| {
+    let size = src.len;
+    with_staging(src.ordinal, chunk, |staging| {
         let stream = staging.stream.clone();
         let chunks = size.div_ceil(chunk);
         // Enqueue the device→host copy of chunk `i` into buffer `i % 2`.
@@ -337,35 +356,54 @@ pub fn write_from_device(
             let len = chunk.min(size - start);
             let buffer = &mut staging.buffers[i % 2];
             buffer.copied.wait()?;
-            // SAFETY: the caller guarantees `src..src+size` is readable
-            // device memory; the buffer is free (waited above).
+            // SAFETY: the caller guarantees `src` is readable device
+            // memory; the buffer is free (waited above).
             check("cuMemcpyDtoHAsync", unsafe {
                 sys::cuMemcpyDtoHAsync_v2(
                     buffer.host.ptr.cast(),
-                    src + start as u64,
+                    src.ptr + start as u64,
                     len,
                     stream.cu_stream(),
                 )
             })?;
             buffer.copied.record(&stream)
         };
-        if chunks > 0 {
-            enqueue(staging, 0)?;
-        }
-        for i in 0..chunks {
-            if i + 1 < chunks {
-                enqueue(staging, i + 1)?;
+        let mut all = || -> Result<(), Error> {
+            if chunks > 0 {
+                enqueue(staging, 0)?;
             }
-            let start = i * chunk;
-            let len = chunk.min(size - start);
-            let buffer = &mut staging.buffers[i % 2];
-            buffer.copied.wait()?;
-            let offset = file_offset + start as u64;
-            file.write_all_at(&buffer.host.slice_mut(len)[..len], offset)
-                .map_err(|e| io_error(Operation::Write, "pwrite", path, offset, e))?;
+            for i in 0..chunks {
+                if i + 1 < chunks {
+                    enqueue(staging, i + 1)?;
+                }
+                let start = i * chunk;
+                let len = chunk.min(size - start);
+                let buffer = &mut staging.buffers[i % 2];
+                buffer.copied.wait()?;
+                let offset = file_offset + start as u64;
+                file.write_all_at(&buffer.host.slice_mut(len)[..len], offset)
+                    .map_err(|e| io_error(Operation::Write, "pwrite", path, offset, e))?;
+            }
+            Ok(())
+        };
+        let result = all();
+        if result.is_err() {
+            // The next chunk's copy may still be in flight into our buffer.
+            let _ = stream.synchronize();
+            for buffer in &mut staging.buffers {
+                buffer.copied.pending = false;
+            }
         }
         // Leave both buffers free for the next user of this worker.
         staging.next = 0;
-        Ok(size)
+        result.map(|()| size)
     })
+}
+
+/// The staging chunk for `settings`: the bounce buffer size, at most a task.
+pub(crate) fn staging_chunk(settings: &crate::Settings) -> usize {
+    settings
+        .bounce_buffer_size()
+        .min(settings.task_size())
+        .max(1) as usize
 }

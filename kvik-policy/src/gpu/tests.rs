@@ -2,15 +2,24 @@
 //! device allocation, staged writes back to a file, short reads at end of
 //! file, pointer classification. Says "skipped" without a CUDA driver.
 
-mod common;
-
-use common::random_bytes;
+use crate::fault::common::random_bytes;
 use std::io::Write as _;
 use std::path::PathBuf;
 
 use cudarc::driver::DevicePtr;
-use kvik_policy::MemoryKind;
-use kvik_policy::gpu::{self, StagedCopies};
+
+use crate::buffer::DeviceRange;
+use crate::gpu::{self, StagedCopies};
+use crate::routing::MemoryKind;
+
+/// The range of `len` bytes at `ptr` on GPU 0.
+fn range(ptr: u64, len: usize) -> DeviceRange {
+    DeviceRange {
+        ordinal: 0,
+        ptr,
+        len,
+    }
+}
 
 const MIB: usize = 1 << 20;
 
@@ -38,7 +47,7 @@ fn staged_reads_and_writes_round_trip_through_device_memory() {
     let (base, _sync) = device.device_ptr(&stream);
     stream.synchronize().unwrap();
 
-    let info = gpu::pointer_info(base + 4096);
+    let info = gpu::pointer_info(base + 4096).unwrap();
     assert_eq!(info.memory, MemoryKind::Device { ordinal: 0 });
     assert_eq!(info.allocation_base, base);
     assert_eq!(info.offset, 4096);
@@ -61,15 +70,16 @@ fn staged_reads_and_writes_round_trip_through_device_memory() {
                     let mut n = 0;
                     for &start in mine {
                         let size = task.min(len - start);
-                        let (got, c) = gpu::read_to_device(
-                            file,
-                            &src,
-                            start as u64,
-                            size,
-                            base + start as u64,
-                            0,
-                            MIB,
-                        )
+                        // SAFETY: inside the allocation; tasks do not overlap.
+                        let (got, c) = unsafe {
+                            gpu::read_to_device(
+                                file,
+                                &src,
+                                start as u64,
+                                range(base + start as u64, size),
+                                MIB,
+                            )
+                        }
                         .unwrap();
                         n += got;
                         copies.merge(c);
@@ -95,7 +105,10 @@ fn staged_reads_and_writes_round_trip_through_device_memory() {
     // Reading past the end is a short count, not an error.
     // (Into the spare MiB past `len`, so the round trip below is unaffected.)
     let spare = base + len as u64;
-    let (n, c) = gpu::read_to_device(&file, &src, (len - 100) as u64, 4096, spare, 0, MIB).unwrap();
+    // SAFETY: the spare MiB of the allocation.
+    let (n, c) =
+        unsafe { gpu::read_to_device(&file, &src, (len - 100) as u64, range(spare, 4096), MIB) }
+            .unwrap();
     c.wait().unwrap();
     assert_eq!(n, 100);
     let tail = stream.clone_dtoh(&device.slice(len..len + 100)).unwrap();
@@ -106,8 +119,17 @@ fn staged_reads_and_writes_round_trip_through_device_memory() {
     let out = std::fs::File::create(&dst).unwrap();
     for start in (0..len).step_by(task) {
         let size = task.min(len - start);
-        let n = gpu::write_from_device(&out, &dst, start as u64, size, base + start as u64, 0, MIB)
-            .unwrap();
+        // SAFETY: inside the allocation, which nobody writes meanwhile.
+        let n = unsafe {
+            gpu::write_from_device(
+                &out,
+                &dst,
+                start as u64,
+                range(base + start as u64, size),
+                MIB,
+            )
+        }
+        .unwrap();
         assert_eq!(n, size);
     }
     drop(out);
