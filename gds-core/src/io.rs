@@ -71,7 +71,7 @@ pub unsafe fn write(
 }
 
 /// Offsets as `off_t`, refusing values cuFile would see as negative.
-fn offsets(
+pub(crate) fn offsets(
     handle: &CuFileHandle,
     operation: &'static str,
     size: usize,
@@ -126,9 +126,21 @@ fn classify(
     size: usize,
     file_offset: u64,
 ) -> Result<usize> {
+    classify_return(operation, handle.path(), ret, size, file_offset)
+}
+
+/// A read/write return value as bytes or the error it means. Call it right
+/// after the operation: `-1` reads this thread's errno.
+pub(crate) fn classify_return(
+    operation: &'static str,
+    path: &std::path::Path,
+    ret: isize,
+    size: usize,
+    file_offset: u64,
+) -> Result<usize> {
     let error = |code, errno| Error::Io {
         operation,
-        path: handle.path().to_path_buf(),
+        path: path.to_path_buf(),
         file_offset,
         size,
         code,

@@ -26,6 +26,7 @@ pub mod platform;
 pub mod readiness;
 pub mod schedule;
 pub mod stats;
+pub mod stream;
 
 pub use buffer::BufferRegistration;
 pub use driver::{Driver, DriverOptions, DriverProperties};

@@ -681,17 +681,14 @@ pub fn render(plan: &Plan) -> String {
     }
 
     let t = &plan.totals;
-    let threads = match plan.execution {
-        Execution::CallingThread => "on the calling thread".to_string(),
-        Execution::Pool { threads } => format!("on {threads} pool threads"),
-    };
     let _ = writeln!(
         out,
-        "\nplan: {} task{}, {} cuFile work unit{}, {threads}",
+        "\nplan: {} task{}, {} cuFile work unit{}, {}",
         t.tasks,
         if t.tasks == 1 { "" } else { "s" },
         t.work_units,
-        if t.work_units == 1 { "" } else { "s" }
+        if t.work_units == 1 { "" } else { "s" },
+        plan.execution
     );
     if plan.runs.is_empty() {
         let _ = writeln!(out, "  nothing to read");

@@ -267,6 +267,12 @@ impl<'a> DeviceSliceMut<'a> {
     pub fn after_stream(&self) -> Option<&Arc<CudaStream>> {
         self.after.as_ref()
     }
+
+    /// The same memory, with nothing to wait for (ordered otherwise).
+    pub(crate) fn without_stream(mut self) -> Self {
+        self.after = None;
+        self
+    }
 }
 
 impl<'a> DeviceSlice<'a> {
@@ -314,6 +320,12 @@ impl<'a> DeviceSlice<'a> {
     /// The stream the request waits for first, if any.
     pub fn after_stream(&self) -> Option<&Arc<CudaStream>> {
         self.after.as_ref()
+    }
+
+    /// The same memory, with nothing to wait for (ordered otherwise).
+    pub(crate) fn without_stream(mut self) -> Self {
+        self.after = None;
+        self
     }
 }
 

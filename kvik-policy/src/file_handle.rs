@@ -50,6 +50,8 @@ use crate::{CompatMode, Settings, thread_pool};
 /// Device-memory requests: cuFile, or POSIX through pinned bounce buffers.
 mod device;
 
+pub(crate) use device::CuFileOnStream;
+
 /// How a file is opened, as KvikIO spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OpenMode {
@@ -516,6 +518,33 @@ impl FileHandle {
         self.inner.transfer(Memory::Write(buf), offset, cancel)
     }
 
+    /// Enqueue the request as one cuFile operation on `stream`, where the
+    /// file goes to cuFile, the memory is device memory at or above
+    /// `gds_threshold`, and libcufile has its stream API; `None` otherwise.
+    pub(crate) fn cufile_on_stream(
+        &self,
+        memory: Memory<'_>,
+        offset: u64,
+        stream: &Arc<cudarc::driver::CudaStream>,
+    ) -> Result<Option<CuFileOnStream>> {
+        let request = memory.request(offset);
+        let range = match &memory {
+            Memory::Read(BufMut::Device(d)) => d.range(),
+            Memory::Write(Buf::Device(d)) => d.range(),
+            _ => return Ok(None),
+        };
+        self.inner.check_request(request)?;
+        let settings = self.inner.settings()?;
+        self.inner
+            .cufile_on_stream(&settings, request, range, stream)
+    }
+
+    /// The result and report of an operation enqueued by `cufile_on_stream`,
+    /// once the stream has run it.
+    pub(crate) fn finish_on_stream(&self, op: CuFileOnStream) -> Result<Transfer> {
+        self.inner.finish_on_stream(op)
+    }
+
     /// Get ready to move data to and from GPU `ordinal` through bounce
     /// buffers: every pool thread (and the calling thread) allocates its
     /// stream and pinned buffers now. Optional — the first request does it
@@ -558,7 +587,7 @@ impl FileHandle {
 }
 
 /// The memory of one request.
-enum Memory<'a> {
+pub(crate) enum Memory<'a> {
     Read(BufMut<'a>),
     Write(Buf<'a>),
 }
@@ -675,9 +704,9 @@ impl Inner {
             .as_ref()
     }
 
-    /// Run one request: check it, plan it, run it, report.
-    fn transfer(&self, memory: Memory<'_>, offset: u64, cancel: &AtomicBool) -> Result<Transfer> {
-        let request = memory.request(offset);
+    /// Refuse what this handle cannot do: the wrong direction for its mode,
+    /// or a range past the largest file offset.
+    fn check_request(&self, request: Request) -> Result<()> {
         let allowed = match request.operation {
             Operation::Read => self.mode.readable(),
             Operation::Write => self.mode.writable(),
@@ -689,18 +718,26 @@ impl Inner {
                 mode: self.mode,
             });
         }
-        if offset
+        if request
+            .file_offset
             .checked_add(request.size)
             .is_none_or(|end| end > i64::MAX as u64)
         {
             return Err(Error::InvalidRequest {
                 operation: request.operation,
                 path: self.path.clone(),
-                offset,
+                offset: request.file_offset,
                 size: request.size,
                 problem: "the request ends beyond the largest file offset (2^63 - 1)",
             });
         }
+        Ok(())
+    }
+
+    /// Run one request: check it, plan it, run it, report.
+    fn transfer(&self, memory: Memory<'_>, offset: u64, cancel: &AtomicBool) -> Result<Transfer> {
+        let request = memory.request(offset);
+        self.check_request(request)?;
         let settings = self.settings()?;
         match memory {
             Memory::Read(BufMut::Host(buf)) => {
@@ -794,7 +831,7 @@ impl Inner {
     ) -> Result<Totals> {
         let pool = match plan.execution {
             Execution::Pool { threads } => Some(thread_pool::get(threads)?),
-            Execution::CallingThread => None,
+            Execution::CallingThread | Execution::CudaStream => None,
         };
         task_runner::run_tasks(
             &plan.tasks(),

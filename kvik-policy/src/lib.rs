@@ -40,6 +40,7 @@ pub mod routing;
 mod scope;
 pub mod settings;
 pub mod size;
+pub mod stream_io;
 pub mod task;
 mod task_runner;
 pub mod thread_pool;
@@ -57,3 +58,4 @@ pub use routing::{Backend, CuFileAvailability, FileRouting, MemoryKind, RequestR
 pub use scope::{Scope, ScopedIo, scope};
 pub use settings::{Settings, Source};
 pub use size::{ParseSizeError, Size, parse_size};
+pub use stream_io::StreamIo;

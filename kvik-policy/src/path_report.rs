@@ -403,19 +403,13 @@ impl fmt::Display for PathReport {
             let _ = write!(backend, "\nthen {}: {}", other.backend, other.reason);
         }
         row("backend", &backend);
-        let threads = match k.execution {
-            Execution::CallingThread => "on the calling thread".to_string(),
-            Execution::Pool { threads } => format!(
-                "on {threads} pool thread{}",
-                if threads == 1 { "" } else { "s" }
-            ),
-        };
         row(
             "tasks",
             &format!(
-                "{}, task size {}, {threads}",
+                "{}, task size {}, {}",
                 self.task_summary(),
                 Size(k.task_size),
+                k.execution
             ),
         );
         row(

@@ -74,13 +74,30 @@ pub enum Execution {
     CallingThread,
     /// On the I/O pool of `threads` threads, in file order.
     Pool { threads: usize },
+    /// Enqueued on a CUDA stream as one operation (cuFile's stream API),
+    /// run when the stream gets there.
+    CudaStream,
+}
+
+impl std::fmt::Display for Execution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Execution::CallingThread => f.write_str("on the calling thread"),
+            Execution::CudaStream => f.write_str("as one operation on a CUDA stream"),
+            Execution::Pool { threads } => write!(
+                f,
+                "on {threads} pool thread{}",
+                if *threads == 1 { "" } else { "s" }
+            ),
+        }
+    }
 }
 
 impl Execution {
     /// The threads that can work on the request at once.
     pub fn threads(self) -> usize {
         match self {
-            Execution::CallingThread => 1,
+            Execution::CallingThread | Execution::CudaStream => 1,
             Execution::Pool { threads } => threads,
         }
     }
@@ -159,6 +176,15 @@ pub struct PlannedRun {
 }
 
 impl Plan {
+    /// This plan as one operation on a CUDA stream: one task, the whole
+    /// request (cuFile's stream API takes a request whole, as KvikIO's
+    /// `read_async` passes it).
+    pub fn as_one_stream_operation(mut self) -> Plan {
+        self.tasks = task::split(self.request.file_offset, self.request.size, u64::MAX);
+        self.execution = Execution::CudaStream;
+        self
+    }
+
     /// The tasks, in file order (an iterator that computes each in turn).
     pub fn tasks(&self) -> TaskSplit {
         self.tasks.clone()

@@ -31,10 +31,13 @@ use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::{Arc, Condvar, Mutex};
 
+use cudarc::driver::CudaStream;
+
 use crate::buffer::{Buf, BufMut};
 use crate::error::Result;
 use crate::file_handle::{FileHandle, Transfer};
 use crate::pending_io::PendingIo;
+use crate::stream_io::{unordered, unordered_mut};
 
 /// Run `f` with a [`Scope`]; return once every request made in it finished.
 pub fn scope<'env, F, T>(f: F) -> T
@@ -114,6 +117,54 @@ impl<'scope> Scope<'scope, '_> {
         let handle = file.clone();
         let guard = self.outstanding.start();
         self.spawned(file.spawn(move |cancel| {
+            let _guard = guard;
+            handle.transfer_write(buf, offset, cancel).map(|t| ((), t))
+        }))
+    }
+
+    /// Read into `buf` from `offset`, ordered on `stream` as
+    /// [`FileHandle::read_async`] is (always through the gated path here:
+    /// the scope must know when the memory is free again).
+    pub fn read_async(
+        &'scope self,
+        file: &FileHandle,
+        buf: impl Into<BufMut<'scope>>,
+        offset: u64,
+        stream: &Arc<CudaStream>,
+    ) -> ScopedIo<'scope> {
+        let buf = buf.into();
+        let own = match &buf {
+            BufMut::Device(d) => d.after_stream().cloned(),
+            BufMut::Host(_) => None,
+        };
+        // SAFETY: as in `pread`.
+        let buf: BufMut<'static> = unsafe { std::mem::transmute(unordered_mut(buf)) };
+        let handle = file.clone();
+        let guard = self.outstanding.start();
+        self.spawned(file.spawn_ordered(stream, own, move |cancel| {
+            let _guard = guard;
+            handle.transfer_read(buf, offset, cancel).map(|t| ((), t))
+        }))
+    }
+
+    /// Write `buf` at `offset`, ordered on `stream`.
+    pub fn write_async(
+        &'scope self,
+        file: &FileHandle,
+        buf: impl Into<Buf<'scope>>,
+        offset: u64,
+        stream: &Arc<CudaStream>,
+    ) -> ScopedIo<'scope> {
+        let buf = buf.into();
+        let own = match &buf {
+            Buf::Device(d) => d.after_stream().cloned(),
+            Buf::Host(_) => None,
+        };
+        // SAFETY: as in `pread`.
+        let buf: Buf<'static> = unsafe { std::mem::transmute(unordered(buf)) };
+        let handle = file.clone();
+        let guard = self.outstanding.start();
+        self.spawned(file.spawn_ordered(stream, own, move |cancel| {
             let _guard = guard;
             handle.transfer_write(buf, offset, cancel).map(|t| ((), t))
         }))

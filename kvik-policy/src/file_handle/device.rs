@@ -146,6 +146,103 @@ impl Inner {
         }
     }
 
+    /// Enqueue the request as one `cuFileReadAsync` / `cuFileWriteAsync`
+    /// on `stream`, when the plan sends it to cuFile and libcufile has the
+    /// stream API (`None` otherwise: the caller takes the gated path).
+    pub(super) fn cufile_on_stream(
+        &self,
+        settings: &Settings,
+        request: Request,
+        range: DeviceRange,
+        stream: &Arc<CudaStream>,
+    ) -> Result<Option<CuFileOnStream>> {
+        let plan = plan::plan(request, settings, &self.routing, None);
+        let (Some(handle), Backend::Cufile) = (&self.cufile, plan.route.backend) else {
+            return Ok(None);
+        };
+        gds_core::cuda::probe()?;
+        let allocation_base = self.check_device_range(request, range)?;
+        let (base, buffer_offset, registration) =
+            cufile::base_and_offset(range.ptr, allocation_base);
+        let ctx = gpu::context(range.ordinal)?;
+        ctx.bind_to_thread()
+            .map_err(|e| self.cuda_error("cuCtxSetCurrent", e, request.file_offset))?;
+        let mut plan = plan.as_one_stream_operation();
+        plan.cufile = cufile::split(handle, registration);
+        let evidence = cufile::Evidence::start(handle);
+        let size = request.size as usize;
+        let raw_stream = stream.cu_stream().cast();
+        // SAFETY: the range was checked to lie in a live allocation of its
+        // GPU; whoever made it vouched that it stays allocated and unshared
+        // until the request is waited for, and `CuFileOnStream` (owned by a
+        // StreamIo that waits on drop) keeps the arguments until the stream
+        // has run the operation.
+        let op = unsafe {
+            match request.operation {
+                Operation::Read => gds_core::stream::read_async(
+                    handle,
+                    base,
+                    size,
+                    request.file_offset,
+                    buffer_offset,
+                    raw_stream,
+                ),
+                Operation::Write => gds_core::stream::write_async(
+                    handle,
+                    base,
+                    size,
+                    request.file_offset,
+                    buffer_offset,
+                    raw_stream,
+                ),
+            }
+        };
+        let op = match op {
+            Ok(op) => op,
+            // No stream API in this libcufile: the gated path serves it.
+            Err(gds_core::Error::MissingSymbol(_)) => return Ok(None),
+            Err(source) => {
+                return Err(Error::CuFile {
+                    path: self.path.clone(),
+                    source: Box::new(source),
+                });
+            }
+        };
+        let mut done = gpu::event::Event::new(&ctx)?;
+        if let Err(e) = done.record(stream) {
+            // Without the event, wait for the whole stream before letting go.
+            let _ = stream.synchronize();
+            return Err(e);
+        }
+        Ok(Some(CuFileOnStream {
+            op,
+            done,
+            plan,
+            evidence,
+            registration,
+        }))
+    }
+
+    /// Wait for an operation enqueued by `cufile_on_stream`; its report.
+    pub(super) fn finish_on_stream(&self, mut on: CuFileOnStream) -> Result<Transfer> {
+        on.done.wait()?;
+        // SAFETY: the event recorded after the operation has completed.
+        let bytes = unsafe { on.op.result() }.map_err(|source| Error::CuFile {
+            path: self.path.clone(),
+            source: Box::new(source),
+        })?;
+        let layer = on.evidence.finish(&on.plan, on.registration);
+        let totals = crate::task_runner::Totals {
+            bytes: bytes as u64,
+            ..Default::default()
+        };
+        let direct_io = DirectIoUse {
+            status: DirectIoStatus::NotForDeviceMemory,
+            bytes: 0,
+        };
+        Ok(self.report(&on.plan, &totals, direct_io, layer))
+    }
+
     /// A failed CUDA call made for a request of this file.
     fn cuda_error(&self, call: &'static str, e: cudarc::driver::DriverError, offset: u64) -> Error {
         Error::Cuda {
@@ -191,6 +288,28 @@ impl Inner {
             )));
         }
         Ok(info.allocation_base)
+    }
+}
+
+/// A cuFile operation enqueued on a stream, and what its report needs.
+pub(crate) struct CuFileOnStream {
+    op: gds_core::stream::StreamOp,
+    /// Recorded on the stream right after the operation.
+    done: gpu::event::Event,
+    plan: crate::plan::Plan,
+    evidence: cufile::Evidence,
+    registration: gds_core::schedule::Registration,
+}
+
+impl CuFileOnStream {
+    pub(crate) fn is_done(&self) -> bool {
+        self.done.is_done()
+    }
+
+    /// Block until the stream has run the operation; `false` when that
+    /// cannot be known (the event failed: the context is broken).
+    pub(crate) fn wait_quietly(&mut self) -> bool {
+        self.done.wait().is_ok()
     }
 }
 

@@ -11,6 +11,7 @@
 //! without a GPU.
 
 mod context;
+pub(crate) mod event;
 mod pointer;
 mod staging;
 #[cfg(test)]
@@ -25,7 +26,7 @@ pub(crate) use staging::{StagedCopies, read_to_device, staging_chunk, write_from
 use crate::error::Error;
 
 /// A failed CUDA driver call, as the crate's error.
-fn cuda_error(call: &'static str, code: u32) -> Error {
+pub(crate) fn cuda_error(call: &'static str, code: u32) -> Error {
     Error::Cuda {
         call,
         code: gds_core::cuda::CudaResult(code),

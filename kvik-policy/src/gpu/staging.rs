@@ -20,22 +20,11 @@ use cudarc::driver::{CudaContext, CudaStream, sys};
 
 use std::path::Path;
 
+use super::event::{Event, check};
 use crate::buffer::DeviceRange;
 use crate::error::Error;
 use crate::path_report::Operation;
 use crate::posix::io_error;
-
-/// Events that block the waiting thread (instead of spinning, which would
-/// steal the cores `pread` needs) and record no timing.
-const EVENT_FLAGS: u32 = 0x1 | 0x2;
-
-fn check(call: &'static str, status: sys::CUresult) -> Result<(), Error> {
-    if status == sys::CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(super::cuda_error(call, status as u32))
-    }
-}
 
 /// Pinned, page-aligned host memory (`cuMemHostAlloc`, portable).
 struct PinnedBuffer {
@@ -72,58 +61,6 @@ impl Drop for PinnedBuffer {
         let _ = self.ctx.bind_to_thread();
         // SAFETY: frees the allocation made in `new`, once.
         unsafe { sys::cuMemFreeHost(self.ptr.cast()) };
-    }
-}
-
-/// A CUDA event recorded after each copy that uses a buffer.
-struct Event {
-    raw: sys::CUevent,
-    ctx: Arc<CudaContext>,
-    pending: bool,
-}
-
-impl Event {
-    fn new(ctx: &Arc<CudaContext>) -> Result<Event, Error> {
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: creates one event in the current context.
-        check("cuEventCreate", unsafe {
-            sys::cuEventCreate(&mut raw, EVENT_FLAGS)
-        })?;
-        Ok(Event {
-            raw,
-            ctx: ctx.clone(),
-            pending: false,
-        })
-    }
-
-    fn record(&mut self, stream: &CudaStream) -> Result<(), Error> {
-        // SAFETY: both belong to the current context.
-        check("cuEventRecord", unsafe {
-            sys::cuEventRecord(self.raw, stream.cu_stream())
-        })?;
-        self.pending = true;
-        Ok(())
-    }
-
-    /// Wait for the last recorded copy to finish.
-    fn wait(&mut self) -> Result<(), Error> {
-        if self.pending {
-            // SAFETY: a valid, recorded event.
-            check("cuEventSynchronize", unsafe {
-                sys::cuEventSynchronize(self.raw)
-            })?;
-            self.pending = false;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Event {
-    fn drop(&mut self) {
-        let _ = self.ctx.bind_to_thread();
-        // SAFETY: destroys the event created in `new`, once (pending work
-        // is allowed: the driver releases it when done).
-        unsafe { sys::cuEventDestroy_v2(self.raw) };
     }
 }
 
