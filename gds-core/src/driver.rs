@@ -3,10 +3,23 @@
 //! [`Driver::open`] checks for a CUDA driver with a GPU *before* anything
 //! that could open the cuFile driver (without one, `cuFileDriverOpen` spins
 //! forever), points cufile.log at a per-process file, sets the statistics
-//! level, and opens. Every `Driver` value shares that one open driver; the
-//! last one dropped closes it.
+//! level, and opens.
+//!
+//! Every `Driver` value shares one *session*: one opening of cuFile's
+//! driver. The last `Driver` of a session dropped closes it;
+//! [`Driver::shutdown`] closes it at once, even while `Driver`s remain. A
+//! closed session is never handed out again: the next [`Driver::open`] opens
+//! a new one, and every cuFile call through a `Driver` of the closed session
+//! (registering, reading, statistics) fails with [`Error::DriverClosed`]
+//! instead of reaching cuFile — whose file and buffer handles from before
+//! the close mean nothing to the driver opened after it. Handles and
+//! buffer registrations of a closed session skip their deregistration when
+//! dropped: cuFile dropped them when it closed.
+//!
+//! The bookkeeping is a small state machine ([`Lifecycle`]) that knows
+//! nothing of cuFile, so its rules are tested without a GPU.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, Weak};
 
 use cufile_sys::bindings::CUfileDrvProps_t;
 use cufile_sys::{CuFileLibrary, Feature, LibraryVersion, cufile_fn};
@@ -39,20 +52,151 @@ impl Default for DriverOptions {
 /// A handle on the process's open cuFile driver. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Driver {
-    shared: Arc<Shared>,
+    session: Arc<Session<Opened>>,
 }
 
-#[derive(Debug)]
-struct Shared {
-    /// Set once the driver has been closed (by [`Driver::shutdown`] or drop).
-    closed: std::sync::atomic::AtomicBool,
+/// What an opening of the driver established.
+#[derive(Debug, Clone, Copy)]
+struct Opened {
     lib: &'static CuFileLibrary,
     log: &'static LogLocation,
     /// The statistics level in force after open (0 = off).
     stats_level: u32,
 }
 
-static OPEN: Mutex<Weak<Shared>> = Mutex::new(Weak::new());
+static LIFECYCLE: Mutex<Lifecycle<Opened>> = Mutex::new(Lifecycle::new(|opened| close(opened.lib)));
+
+/// Which session holds cuFile's driver open, if any: the rules behind
+/// [`Driver::open`], [`Driver::shutdown`] and the drop of a session's last
+/// `Driver`, apart from cuFile (`T` is what an opening established).
+///
+/// The invariants: cuFile's driver is open exactly while `current` is set;
+/// each opening is closed once, by its own session (last drop, or
+/// shutdown); a session that is shut down is never current again.
+#[derive(Debug)]
+pub(crate) struct Lifecycle<T: 'static> {
+    current: Option<Current<T>>,
+    sessions: u64,
+    close: fn(&T),
+}
+
+/// The session that owns the open driver.
+#[derive(Debug)]
+struct Current<T: 'static> {
+    id: u64,
+    opened: T,
+    session: Weak<Session<T>>,
+}
+
+/// One opening of the driver, shared by the `Driver`s made from it.
+#[derive(Debug)]
+pub(crate) struct Session<T: 'static> {
+    id: u64,
+    opened: T,
+    /// `false` once shut down. Every cuFile call through the session holds
+    /// it for reading, so a shutdown waits for calls in flight and later
+    /// calls see it.
+    open: RwLock<bool>,
+    lifecycle: &'static Mutex<Lifecycle<T>>,
+}
+
+fn lock<T>(lifecycle: &'static Mutex<Lifecycle<T>>) -> MutexGuard<'static, Lifecycle<T>> {
+    // A poisoned lock only means a thread panicked while holding it; every
+    // change to the state is a single assignment.
+    lifecycle.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl<T: Clone> Lifecycle<T> {
+    pub(crate) const fn new(close: fn(&T)) -> Lifecycle<T> {
+        Lifecycle {
+            current: None,
+            sessions: 0,
+            close,
+        }
+    }
+
+    /// The current session, or a new one: `open` runs (under the lock) only
+    /// when the driver is closed.
+    pub(crate) fn session(
+        lifecycle: &'static Mutex<Lifecycle<T>>,
+        open: impl FnOnce() -> Result<T>,
+    ) -> Result<Arc<Session<T>>> {
+        let mut state = lock(lifecycle);
+        let opened = match &state.current {
+            Some(current) => {
+                if let Some(session) = current.session.upgrade() {
+                    return Ok(session);
+                }
+                // The current session's last `Driver` is being dropped right
+                // now (its drop waits for this lock): the driver is still
+                // open. A new session takes the opening over, and the old
+                // one, no longer current, closes nothing.
+                current.opened.clone()
+            }
+            None => open()?,
+        };
+        state.sessions += 1;
+        let session = Arc::new(Session {
+            id: state.sessions,
+            opened: opened.clone(),
+            open: RwLock::new(true),
+            lifecycle,
+        });
+        state.current = Some(Current {
+            id: session.id,
+            opened,
+            session: Arc::downgrade(&session),
+        });
+        Ok(session)
+    }
+}
+
+impl<T> Lifecycle<T> {
+    /// Close the driver if session `id` owns it.
+    fn close_if_current(&mut self, id: u64) {
+        if self.current.as_ref().is_some_and(|c| c.id == id) {
+            let current = self.current.take().expect("checked above");
+            (self.close)(&current.opened);
+        }
+    }
+}
+
+impl<T: Clone> Session<T> {
+    /// Close this session now (a no-op if it was already).
+    pub(crate) fn shutdown(&self) {
+        let mut state = lock(self.lifecycle);
+        let mut open = self.open.write().unwrap_or_else(|p| p.into_inner());
+        if std::mem::replace(&mut *open, false) {
+            state.close_if_current(self.id);
+        }
+    }
+
+    /// Hold the session open for one cuFile call, or say it is closed.
+    pub(crate) fn enter(&self, operation: &'static str) -> Result<RwLockReadGuard<'_, bool>> {
+        let open = self.open.read().unwrap_or_else(|p| p.into_inner());
+        if !*open {
+            return Err(Error::DriverClosed { operation });
+        }
+        Ok(open)
+    }
+
+    pub(crate) fn is_open(&self) -> bool {
+        *self.open.read().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl<T> Drop for Session<T> {
+    fn drop(&mut self) {
+        lock(self.lifecycle).close_if_current(self.id);
+    }
+}
+
+/// Proof that the driver stays open while one cuFile call runs; taken with
+/// [`Driver::enter`].
+#[derive(Debug)]
+pub(crate) struct DriverOpen<'a> {
+    _held: RwLockReadGuard<'a, bool>,
+}
 
 impl Driver {
     /// Open (or join) the driver with default options.
@@ -60,122 +204,69 @@ impl Driver {
         Driver::open_with(DriverOptions::default())
     }
 
+    /// Open (or join) the driver. Joining an open driver ignores `options`.
     pub fn open_with(options: DriverOptions) -> Result<Driver> {
         let lib = match options.library {
             Some(lib) => lib,
             None => CuFileLibrary::load()?,
         };
-        // A poisoned lock only means a thread panicked while holding it; the
-        // Weak inside is still meaningful.
-        let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(shared) = open.upgrade() {
-            return Ok(Driver { shared });
-        }
-        // The hazard guard: no GPU, no cuFileDriverOpen.
-        crate::cuda::probe()?;
-        let log = crate::log::location(lib);
-        let stats = lib.feature(Feature::Stats).available();
-        if stats
-            && std::env::var_os("CUFILE_STATS_LEVEL").is_none()
-            && let Some(level) = options.stats_level
-        {
-            let set = cufile_fn!(lib, cuFileSetStatsLevel)?;
-            // SAFETY: plain value, before the driver opens.
-            let status = unsafe { set(level as i32) };
-            if !status.is_success() {
-                return Err(Error::CuFile {
-                    operation: "cuFileSetStatsLevel",
-                    status,
-                    path: None,
-                    log: None,
-                });
-            }
-        }
-        let mark = LogMark::new(log);
-        let driver_open = cufile_fn!(lib, cuFileDriverOpen)?;
-        // SAFETY: a CUDA driver with a GPU exists (probed above).
-        let status = unsafe { driver_open() };
-        if !status.is_success() {
-            return Err(Error::CuFile {
-                operation: "cuFileDriverOpen",
-                status,
-                path: None,
-                log: mark.excerpt(),
-            });
-        }
-        let stats_level = if stats {
-            current_stats_level(lib).unwrap_or(0)
-        } else {
-            0
-        };
-        if stats_level > 0 {
-            let start = cufile_fn!(lib, cuFileStatsStart)?;
-            // SAFETY: the driver is open and the level is set.
-            let status = unsafe { start() };
-            if !status.is_success() {
-                // Counters would stay empty: report it, but the driver itself works.
-                close(lib);
-                return Err(Error::CuFile {
-                    operation: "cuFileStatsStart",
-                    status,
-                    path: None,
-                    log: mark.excerpt(),
-                });
-            }
-        }
-        let shared = Arc::new(Shared {
-            closed: std::sync::atomic::AtomicBool::new(false),
-            lib,
-            log,
-            stats_level,
-        });
-        *open = Arc::downgrade(&shared);
-        Ok(Driver { shared })
+        let session = Lifecycle::session(&LIFECYCLE, || open_driver(lib, options))?;
+        Ok(Driver { session })
     }
 
-    /// Close the driver now, even though handles on it remain — for process
-    /// exit, where libcufile's own teardown must not find it open (seen:
-    /// a crash at exit after `CUFILE_FORCE_COMPAT_MODE=true` reads, or after a
-    /// failed registration, when the driver was left open). Idempotent; the
-    /// driver must not be used afterwards.
+    /// Close the driver now, even though `Driver`s (and handles made with
+    /// them) remain — for process exit, where libcufile's own teardown must
+    /// not find it open (seen: a crash at exit after
+    /// `CUFILE_FORCE_COMPAT_MODE=true` reads, or after a failed
+    /// registration, when the driver was left open). Waits for cuFile calls
+    /// in flight through this session. Idempotent. Afterwards every cuFile
+    /// call through this session's `Driver`s is [`Error::DriverClosed`], and
+    /// the next [`Driver::open`] opens the driver anew.
     pub fn shutdown(&self) {
-        if !self
-            .shared
-            .closed
-            .swap(true, std::sync::atomic::Ordering::SeqCst)
-        {
-            close(self.shared.lib);
-        }
+        self.session.shutdown();
+    }
+
+    /// Whether this session is still open (not shut down).
+    pub fn is_open(&self) -> bool {
+        self.session.is_open()
+    }
+
+    /// Hold the session open for one cuFile call, or
+    /// [`Error::DriverClosed`] naming `operation`.
+    pub(crate) fn enter(&self, operation: &'static str) -> Result<DriverOpen<'_>> {
+        let held = self.session.enter(operation)?;
+        Ok(DriverOpen { _held: held })
     }
 
     pub fn library(&self) -> &'static CuFileLibrary {
-        self.shared.lib
+        self.session.opened.lib
     }
 
     pub fn version(&self) -> Option<LibraryVersion> {
-        self.shared.lib.version().ok()
+        self.session.opened.lib.version().ok()
     }
 
     /// Where this process's cufile.log goes.
     pub fn log(&self) -> &'static LogLocation {
-        self.shared.log
+        self.session.opened.log
     }
 
     /// The statistics level in force (0 = statistics off).
     pub fn stats_level(&self) -> u32 {
-        self.shared.stats_level
+        self.session.opened.stats_level
     }
 
     pub fn parameters(&self) -> Parameters {
-        Parameters::new(self.shared.lib)
+        Parameters::new(self.session.opened.lib)
     }
 
     /// `cuFileDriverGetProperties`, decoded.
     pub fn properties(&self) -> Result<DriverProperties> {
-        let get = cufile_fn!(self.shared.lib, cuFileDriverGetProperties)?;
+        let get = cufile_fn!(self.library(), cuFileDriverGetProperties)?;
+        let _open = self.enter("cuFileDriverGetProperties")?;
         let mut raw = CUfileDrvProps_t::default();
-        // SAFETY: the driver is open; fills one struct of the header's layout
-        // (unchanged between 1.15 and 1.20).
+        // SAFETY: the driver is open (held by `_open`); fills one struct of
+        // the header's layout (unchanged between 1.15 and 1.20).
         let status = unsafe { get(&mut raw) };
         if !status.is_success() {
             return Err(Error::CuFile {
@@ -187,6 +278,67 @@ impl Driver {
         }
         Ok(DriverProperties::from_raw(&raw))
     }
+}
+
+/// Open cuFile's driver: the hazard guard, cufile.log, statistics.
+fn open_driver(lib: &'static CuFileLibrary, options: DriverOptions) -> Result<Opened> {
+    // The hazard guard: no GPU, no cuFileDriverOpen.
+    crate::cuda::probe()?;
+    let log = crate::log::location(lib);
+    let stats = lib.feature(Feature::Stats).available();
+    if stats
+        && std::env::var_os("CUFILE_STATS_LEVEL").is_none()
+        && let Some(level) = options.stats_level
+    {
+        let set = cufile_fn!(lib, cuFileSetStatsLevel)?;
+        // SAFETY: plain value, before the driver opens.
+        let status = unsafe { set(level as i32) };
+        if !status.is_success() {
+            return Err(Error::CuFile {
+                operation: "cuFileSetStatsLevel",
+                status,
+                path: None,
+                log: None,
+            });
+        }
+    }
+    let mark = LogMark::new(log);
+    let driver_open = cufile_fn!(lib, cuFileDriverOpen)?;
+    // SAFETY: a CUDA driver with a GPU exists (probed above).
+    let status = unsafe { driver_open() };
+    if !status.is_success() {
+        return Err(Error::CuFile {
+            operation: "cuFileDriverOpen",
+            status,
+            path: None,
+            log: mark.excerpt(),
+        });
+    }
+    let stats_level = if stats {
+        current_stats_level(lib).unwrap_or(0)
+    } else {
+        0
+    };
+    if stats_level > 0 {
+        let start = cufile_fn!(lib, cuFileStatsStart)?;
+        // SAFETY: the driver is open and the level is set.
+        let status = unsafe { start() };
+        if !status.is_success() {
+            // Counters would stay empty: report it, but the driver itself works.
+            close(lib);
+            return Err(Error::CuFile {
+                operation: "cuFileStatsStart",
+                status,
+                path: None,
+                log: mark.excerpt(),
+            });
+        }
+    }
+    Ok(Opened {
+        lib,
+        log,
+        stats_level,
+    })
 }
 
 fn current_stats_level(lib: &CuFileLibrary) -> Option<u32> {
@@ -204,19 +356,10 @@ fn close(lib: &CuFileLibrary) {
         cufile_fn!(lib, cuFileDriverClose)
     };
     if let Ok(close) = close {
-        // SAFETY: pairs the successful cuFileDriverOpen of this Shared. A
-        // failure here cannot be acted on (we are dropping).
+        // SAFETY: pairs the successful cuFileDriverOpen of the closing
+        // session, once (the lifecycle closes each opening once). A failure
+        // here cannot be acted on.
         let _ = unsafe { close() };
-    }
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        // cuFile counts opens itself, so an open racing with this close
-        // (another thread found the Weak dead and opened again) stays open.
-        if !self.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            close(self.lib);
-        }
     }
 }
 
@@ -348,6 +491,202 @@ mod tests {
             DriverProperties::from_raw(&raw).direct_path().as_deref(),
             Some("nvidia-fs 2.26")
         );
+    }
+
+    /// A stand-in for cuFile: each opening numbered, every open and close
+    /// logged.
+    #[derive(Debug, Clone)]
+    struct Fake {
+        opening: u32,
+        log: &'static Mutex<Vec<Event>>,
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Event {
+        Open(u32),
+        Close(u32),
+    }
+
+    type FakeLifecycle = &'static Mutex<Lifecycle<Fake>>;
+
+    fn fake() -> (FakeLifecycle, &'static Mutex<Vec<Event>>) {
+        let log: &'static Mutex<Vec<Event>> = Box::leak(Box::default());
+        let lifecycle = Box::leak(Box::new(Mutex::new(Lifecycle::new(|fake: &Fake| {
+            fake.log.lock().unwrap().push(Event::Close(fake.opening))
+        }))));
+        (lifecycle, log)
+    }
+
+    /// Open (or join) through `lifecycle`, as `Driver::open_with` does.
+    fn open(lifecycle: FakeLifecycle, log: &'static Mutex<Vec<Event>>) -> Arc<Session<Fake>> {
+        Lifecycle::session(lifecycle, || {
+            let mut events = log.lock().unwrap();
+            let opening = events
+                .iter()
+                .filter(|e| matches!(e, Event::Open(_)))
+                .count() as u32;
+            events.push(Event::Open(opening));
+            Ok(Fake { opening, log })
+        })
+        .unwrap()
+    }
+
+    fn events(log: &Mutex<Vec<Event>>) -> Vec<Event> {
+        log.lock().unwrap().clone()
+    }
+
+    #[test]
+    fn sessions_share_one_opening_and_the_last_drop_closes_it() {
+        let (lifecycle, log) = fake();
+        let a = open(lifecycle, log);
+        let b = open(lifecycle, log);
+        assert!(Arc::ptr_eq(&a, &b));
+        drop(a);
+        assert_eq!(events(log), [Event::Open(0)]);
+        drop(b);
+        assert_eq!(events(log), [Event::Open(0), Event::Close(0)]);
+        assert!(lock(lifecycle).current.is_none());
+    }
+
+    #[test]
+    fn after_shutdown_the_next_open_opens_anew_and_old_handles_are_refused() {
+        let (lifecycle, log) = fake();
+        let old = open(lifecycle, log);
+        let old_clone = old.clone();
+        old.shutdown();
+        assert_eq!(events(log), [Event::Open(0), Event::Close(0)]);
+        assert!(!old_clone.is_open());
+        assert!(matches!(
+            old_clone.enter("cuFileRead"),
+            Err(Error::DriverClosed {
+                operation: "cuFileRead"
+            })
+        ));
+
+        // The closed session is never handed out again.
+        let new = open(lifecycle, log);
+        assert!(!Arc::ptr_eq(&old, &new));
+        assert!(new.is_open() && new.enter("cuFileRead").is_ok());
+        assert_eq!(new.opened.opening, 1);
+
+        // Shutting down again, or dropping the old session, closes nothing.
+        old_clone.shutdown();
+        drop(old);
+        drop(old_clone);
+        assert_eq!(
+            events(log),
+            [Event::Open(0), Event::Close(0), Event::Open(1)]
+        );
+        assert!(new.enter("cuFileRead").is_ok());
+        drop(new);
+        assert_eq!(events(log).last(), Some(&Event::Close(1)));
+    }
+
+    #[test]
+    fn an_open_racing_the_last_drop_takes_the_opening_over() {
+        let (lifecycle, log) = fake();
+        let dying = open(lifecycle, log);
+        let dying_id = dying.id;
+        // The moment between the last `Arc` going and `Session::drop`
+        // taking the lock: the weak reference is dead, the driver open.
+        let opened = dying.opened.clone();
+        std::mem::forget(dying);
+        lock(lifecycle).current = Some(Current {
+            id: dying_id,
+            opened,
+            session: Weak::new(),
+        });
+        let taker = open(lifecycle, log);
+        assert_eq!(events(log), [Event::Open(0)], "no second cuFileDriverOpen");
+        assert_ne!(taker.id, dying_id);
+        // The old session's drop now runs: it no longer owns the opening.
+        lock(lifecycle).close_if_current(dying_id);
+        assert_eq!(events(log), [Event::Open(0)]);
+        assert!(taker.enter("cuFileRead").is_ok());
+        drop(taker);
+        assert_eq!(events(log), [Event::Open(0), Event::Close(0)]);
+    }
+
+    #[test]
+    fn a_failed_open_leaves_the_driver_closed_and_the_next_open_tries_again() {
+        let (lifecycle, log) = fake();
+        let failed = Lifecycle::session(lifecycle, || {
+            Err(Error::StatsUnavailable {
+                reason: "test".into(),
+            })
+        });
+        assert!(failed.is_err());
+        assert!(lock(lifecycle).current.is_none());
+        let session = open(lifecycle, log);
+        assert!(session.is_open());
+    }
+
+    /// Random sequences of open, drop, shutdown and calls on any session
+    /// held: cuFile is open exactly while a session is current, each opening
+    /// is closed once, an open session is always the latest opening, and
+    /// nothing stays open once every session is gone.
+    #[test]
+    fn every_sequence_keeps_the_invariants() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..500 {
+            let (lifecycle, log) = fake();
+            let mut held: Vec<Arc<Session<Fake>>> = Vec::new();
+            for _ in 0..12 {
+                match next(4) {
+                    0 => {
+                        let session = open(lifecycle, log);
+                        assert!(session.is_open(), "open never hands out a closed session");
+                        held.push(session);
+                    }
+                    1 if !held.is_empty() => drop(held.swap_remove(next(held.len()))),
+                    2 if !held.is_empty() => held[next(held.len())].shutdown(),
+                    _ if !held.is_empty() => {
+                        let session = &held[next(held.len())];
+                        let entered = session.enter("cuFileRead").is_ok();
+                        assert_eq!(entered, session.is_open());
+                    }
+                    _ => {}
+                }
+                let events = events(log);
+                let opens = events
+                    .iter()
+                    .filter(|e| matches!(e, Event::Open(_)))
+                    .count();
+                let closes: Vec<u32> = events
+                    .iter()
+                    .filter_map(|e| match e {
+                        Event::Close(n) => Some(*n),
+                        _ => None,
+                    })
+                    .collect();
+                let mut unique = closes.clone();
+                unique.sort_unstable();
+                unique.dedup();
+                assert_eq!(
+                    unique.len(),
+                    closes.len(),
+                    "an opening closed twice: {events:?}"
+                );
+                let cufile_open = opens == closes.len() + 1;
+                assert!(cufile_open || opens == closes.len(), "{events:?}");
+                assert_eq!(cufile_open, lock(lifecycle).current.is_some());
+                for session in &held {
+                    if session.is_open() {
+                        assert!(cufile_open, "an open session on a closed driver");
+                        assert_eq!(session.opened.opening as usize, opens - 1);
+                    }
+                }
+                if held.is_empty() {
+                    assert!(!cufile_open, "no session left, driver still open");
+                }
+            }
+        }
     }
 
     #[test]
