@@ -28,6 +28,9 @@ use crate::error::{Error, Result};
 use crate::log::{LogLocation, LogMark};
 use crate::parameters::Parameters;
 
+mod flags;
+pub use flags::{ControlFlags, FeatureFlags, StorageFlags};
+
 /// How to open the driver.
 #[derive(Debug, Clone, Copy)]
 pub struct DriverOptions {
@@ -363,22 +366,19 @@ fn close(lib: &CuFileLibrary) {
     }
 }
 
-/// `CUfileDrvProps_t`, decoded. Raw bit fields are kept next to their names.
+/// `CUfileDrvProps_t`, decoded.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DriverProperties {
     /// nvidia-fs version as the driver sees it; `None` when nvidia-fs is not loaded.
     pub nvfs_version: Option<(u32, u32)>,
     pub poll_threshold_size: usize,
     pub max_direct_io_size: usize,
-    /// Storage types cuFile can serve directly (`dstatusflags`).
-    pub supported_storage: Vec<&'static str>,
-    pub dstatusflags: u32,
-    /// `dcontrolflags`: poll mode, compat mode allowed, …
-    pub control: Vec<&'static str>,
-    pub dcontrolflags: u32,
-    /// `fflags`: batch I/O, streams, parallel I/O, P2P, …
-    pub features: Vec<&'static str>,
-    pub fflags: u32,
+    /// Storage cuFile can serve directly (`dstatusflags`).
+    pub supported_storage: StorageFlags,
+    /// How the driver runs (`dcontrolflags`): poll mode, compat mode allowed, …
+    pub control: ControlFlags,
+    /// What it supports (`fflags`): batch I/O, streams, parallel I/O, P2P, …
+    pub features: FeatureFlags,
     pub max_device_cache_size: u32,
     pub per_buffer_cache_size: u32,
     pub max_device_pinned_mem_size: u32,
@@ -386,45 +386,25 @@ pub struct DriverProperties {
     pub max_batch_io_timeout_msecs: u32,
 }
 
-/// Bit positions of `CUfileDriverStatusFlags_t` (cufile.h 1.20).
-const STORAGE_BITS: &[(u32, &str)] = &[
-    (0, "lustre"),
-    (1, "wekafs"),
-    (2, "nfs"),
-    (3, "gpfs"),
-    (4, "nvme"),
-    (5, "nvmeof"),
-    (6, "scsi"),
-    (7, "scaleflux_csd"),
-    (8, "nvmesh"),
-    (9, "beegfs"),
-    (11, "nvme_p2p"),
-    (12, "scatefs"),
-    (13, "virtiofs"),
-    (14, "panfs"),
-];
-/// Bit positions of `CUfileDriverControlFlags_t`.
-const CONTROL_BITS: &[(u32, &str)] = &[
-    (0, "use_poll_mode"),
-    (1, "allow_compat_mode"),
-    (2, "posix_io_mode"),
-    (4, "fallback_io_mode"),
-];
-/// Bit positions of `CUfileFeatureFlags_t`.
-const FEATURE_BITS: &[(u32, &str)] = &[
-    (0, "dynamic_routing"),
-    (1, "batch_io"),
-    (2, "streams"),
-    (3, "parallel_io"),
-    (4, "p2p"),
-];
+/// What gives cuFile a direct path (storage to GPU memory without staging
+/// through the host), as the driver reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DirectPath {
+    /// The nvidia-fs kernel module, at this version.
+    NvidiaFs { major: u32, minor: u32 },
+    /// PCI P2PDMA: the `p2p` feature flag (libcufile 1.19+) or the
+    /// `nvme_p2p` storage flag (1.15).
+    PciP2pDma,
+}
 
-fn bit_names(bits: u32, table: &[(u32, &'static str)]) -> Vec<&'static str> {
-    table
-        .iter()
-        .filter(|(bit, _)| bits & (1 << bit) != 0)
-        .map(|(_, name)| *name)
-        .collect()
+impl std::fmt::Display for DirectPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DirectPath::NvidiaFs { major, minor } => write!(f, "nvidia-fs {major}.{minor}"),
+            DirectPath::PciP2pDma => f.write_str("PCI P2PDMA"),
+        }
+    }
 }
 
 impl DriverProperties {
@@ -434,12 +414,9 @@ impl DriverProperties {
             nvfs_version: (nvfs != (0, 0)).then_some(nvfs),
             poll_threshold_size: raw.nvfs.poll_thresh_size,
             max_direct_io_size: raw.nvfs.max_direct_io_size,
-            supported_storage: bit_names(raw.nvfs.dstatusflags, STORAGE_BITS),
-            dstatusflags: raw.nvfs.dstatusflags,
-            control: bit_names(raw.nvfs.dcontrolflags, CONTROL_BITS),
-            dcontrolflags: raw.nvfs.dcontrolflags,
-            features: bit_names(raw.fflags, FEATURE_BITS),
-            fflags: raw.fflags,
+            supported_storage: StorageFlags::from_bits_retain(raw.nvfs.dstatusflags),
+            control: ControlFlags::from_bits_retain(raw.nvfs.dcontrolflags),
+            features: FeatureFlags::from_bits_retain(raw.fflags),
             max_device_cache_size: raw.max_device_cache_size,
             per_buffer_cache_size: raw.per_buffer_cache_size,
             max_device_pinned_mem_size: raw.max_device_pinned_mem_size,
@@ -449,15 +426,23 @@ impl DriverProperties {
     }
 
     /// What gives cuFile a direct path here, if anything: nvidia-fs, or PCI
-    /// P2PDMA (the `p2p` feature flag of 1.19+, or 1.15's `nvme_p2p` storage flag).
-    pub fn direct_path(&self) -> Option<String> {
+    /// P2PDMA.
+    pub fn direct_path(&self) -> Option<DirectPath> {
         if let Some((major, minor)) = self.nvfs_version {
-            return Some(format!("nvidia-fs {major}.{minor}"));
+            return Some(DirectPath::NvidiaFs { major, minor });
         }
-        if self.features.contains(&"p2p") || self.supported_storage.contains(&"nvme_p2p") {
-            return Some("PCI P2PDMA".into());
+        if self.features.contains(FeatureFlags::P2P)
+            || self.supported_storage.contains(StorageFlags::NVME_P2P)
+        {
+            return Some(DirectPath::PciP2pDma);
         }
         None
+    }
+
+    /// Whether cuFile may run its own compatibility mode
+    /// (`properties.allow_compat_mode`).
+    pub fn compat_mode_allowed(&self) -> bool {
+        self.control.contains(ControlFlags::ALLOW_COMPAT_MODE)
     }
 }
 
@@ -474,22 +459,50 @@ mod tests {
         raw.nvfs.dcontrolflags = 1 << 1;
         raw.fflags = (1 << 1) | (1 << 3);
         let props = DriverProperties::from_raw(&raw);
-        assert_eq!(props.supported_storage, vec!["nfs", "nvme"]);
-        assert_eq!(props.control, vec!["allow_compat_mode"]);
-        assert_eq!(props.features, vec!["batch_io", "parallel_io"]);
+        assert_eq!(
+            props.supported_storage,
+            StorageFlags::NFS | StorageFlags::NVME
+        );
+        assert_eq!(props.control, ControlFlags::ALLOW_COMPAT_MODE);
+        assert!(props.compat_mode_allowed());
+        assert_eq!(
+            props.features,
+            FeatureFlags::BATCH_IO | FeatureFlags::PARALLEL_IO
+        );
         assert_eq!(props.direct_path(), None);
 
         raw.fflags |= 1 << 4;
         assert_eq!(
-            DriverProperties::from_raw(&raw).direct_path().as_deref(),
-            Some("PCI P2PDMA")
+            DriverProperties::from_raw(&raw).direct_path(),
+            Some(DirectPath::PciP2pDma)
+        );
+        // 1.15 says P2PDMA with a storage flag instead.
+        let mut v1_15 = CUfileDrvProps_t::default();
+        v1_15.nvfs.dstatusflags = 1 << 11;
+        assert_eq!(
+            DriverProperties::from_raw(&v1_15).direct_path(),
+            Some(DirectPath::PciP2pDma)
         );
 
         raw.nvfs.major_version = 2;
         raw.nvfs.minor_version = 26;
+        let props = DriverProperties::from_raw(&raw);
         assert_eq!(
-            DriverProperties::from_raw(&raw).direct_path().as_deref(),
-            Some("nvidia-fs 2.26")
+            props.direct_path(),
+            Some(DirectPath::NvidiaFs {
+                major: 2,
+                minor: 26
+            })
+        );
+        assert_eq!(props.direct_path().unwrap().to_string(), "nvidia-fs 2.26");
+        let json = serde_json::to_value(&props).unwrap();
+        assert_eq!(
+            json["supported_storage"],
+            serde_json::json!(["nfs", "nvme"])
+        );
+        assert_eq!(
+            serde_json::to_value(props.direct_path()).unwrap(),
+            serde_json::json!({"kind": "nvidia_fs", "major": 2, "minor": 26})
         );
     }
 

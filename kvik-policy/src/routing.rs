@@ -69,7 +69,14 @@ impl CuFileAvailability {
         CuFileAvailability {
             usable,
             direct_path,
-            reasons: readiness.verdict.reasons.clone(),
+            // The typed reasons (gds_core::readiness::Reason) are in
+            // `readiness.verdict.reasons`; here, their text.
+            reasons: readiness
+                .verdict
+                .reasons
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
         }
     }
 }
