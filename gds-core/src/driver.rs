@@ -16,7 +16,7 @@
 //! buffer registrations of a closed session skip their deregistration when
 //! dropped: cuFile dropped them when it closed.
 //!
-//! The bookkeeping is a small state machine ([`Lifecycle`]) that knows
+//! The bookkeeping is a small state machine (`Lifecycle`) that knows
 //! nothing of cuFile, so its rules are tested without a GPU.
 
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, Weak};

@@ -1,11 +1,12 @@
 //! `Settings`: KvikIO's knobs, read once from the `KVIKIO_*` environment,
 //! overridable through the API, each value kept with where it came from.
 //!
-//! Every setting is declared once, in the table below (`declare_settings!`):
-//! its field and default, getter and setter, its variables, how its text is
-//! read ([`kind`]), its rule, its line in [`SETTINGS`] and `describe`, and its
-//! key when serialized all follow from that one entry. `kvik settings` prints
-//! the same table with the values in force.
+//! Every setting is declared once, in one `declare_settings!` table in this
+//! file: its field and default, getter and setter, its variables, how its
+//! text is read (`settings/kind.rs`), its rule, its line in [`SETTINGS`]
+//! (which lists them all) and in `describe`, and its key when serialized
+//! all follow from that one entry. `kvik settings` prints the same table
+//! with the values in force.
 //!
 //! Where we differ from KvikIO, on purpose:
 //! * sizes also take units (`4MiB`, `16KiB`), and junk is an error naming the

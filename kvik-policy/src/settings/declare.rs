@@ -42,7 +42,17 @@ macro_rules! declare_settings {
             $($name: Setting<$ty>,)+
         }
 
-        /// Every setting, in the order `kvik settings` prints them.
+        /// Every setting, in the order `kvik settings` prints them:
+        ///
+        /// | setting | environment | default | rule |
+        /// |---|---|---|---|
+        $(
+            #[doc = concat!(
+                "| [`", stringify!($name), "`](Settings::", stringify!($name), ") | `", $main, "`",
+                $(" (alias `", $alias, "`)",)*
+                " | ", $default_text, " | ", $rule, " |"
+            )]
+        )+
         pub const SETTINGS: &[SettingInfo] = &[$(
             SettingInfo {
                 name: stringify!($name),
@@ -184,7 +194,7 @@ macro_rules! declare_settings {
     };
 
     (@setter $name:ident, $set:ident, $ty:ty, $kind:ty, $rule:literal) => {
-        #[doc = concat!("Set [`Settings::", stringify!($name), "`] (any value: ", $rule, ").")]
+        #[doc = concat!("Set [`Settings::", stringify!($name), "`] (every value is valid).")]
         pub fn $set(&mut self, value: $ty) -> &mut Self {
             self.$name = Setting::api(value);
             self
