@@ -149,6 +149,13 @@ macro_rules! declare_settings {
             $($name: bool,)+
         }
 
+        impl Changed {
+            /// The settings in either set.
+            pub(crate) fn union(self, other: Changed) -> Changed {
+                Changed { $($name: self.$name || other.$name,)+ }
+            }
+        }
+
         #[cfg(test)]
         impl Changed {
             /// How many settings are in the set.
@@ -197,6 +204,7 @@ macro_rules! declare_settings {
         #[doc = concat!("Set [`Settings::", stringify!($name), "`] (every value is valid).")]
         pub fn $set(&mut self, value: $ty) -> &mut Self {
             self.$name = Setting::api(value);
+            global::touched(|set| set.$name = true);
             self
         }
     };
@@ -211,6 +219,7 @@ macro_rules! declare_settings {
                 });
             }
             self.$name = Setting::api(value);
+            global::touched(|set| set.$name = true);
             Ok(self)
         }
     };

@@ -9,6 +9,7 @@
 //! order: once every scope has ended, the settings are the base again,
 //! exactly.
 
+use std::cell::Cell;
 use std::sync::{OnceLock, RwLock};
 
 use super::{Changed, EnvProblem, Settings};
@@ -17,6 +18,31 @@ use crate::error::{Error, Result};
 // The environment, read once.
 static ENVIRONMENT: OnceLock<std::result::Result<Settings, Vec<EnvProblem>>> = OnceLock::new();
 static GLOBAL: RwLock<Layers> = RwLock::new(Layers::new());
+
+thread_local! {
+    /// While a scope's update runs on this thread: the settings its setters
+    /// have set so far.
+    static TOUCHED: Cell<Option<Changed>> = const { Cell::new(None) };
+}
+
+/// Note that a setter ran (`mark` adds its setting), if a scope's update is
+/// running on this thread.
+pub(super) fn touched(mark: impl FnOnce(&mut Changed)) {
+    TOUCHED.with(|touched| {
+        if let Some(mut set) = touched.get() {
+            mark(&mut set);
+            touched.set(Some(set));
+        }
+    });
+}
+
+/// Run `update`, and say which settings its setters set.
+fn recording_setters<R>(update: impl FnOnce() -> R) -> (R, Changed) {
+    let outer = TOUCHED.replace(Some(Changed::default()));
+    let result = update();
+    let set = TOUCHED.replace(outer).unwrap_or_default();
+    (result, set)
+}
 
 /// The base and the live scopes above it.
 #[derive(Debug)]
@@ -27,7 +53,9 @@ pub(crate) struct Layers {
     next_id: u64,
 }
 
-/// One scoped override: the settings its update changed, and their values.
+/// One scoped override: the settings its update set or changed, and their
+/// values. A setting set to the value it already had counts: the scope set
+/// it, and keeps it set if the layer below it ends first.
 #[derive(Debug)]
 struct Scope {
     id: u64,
@@ -68,12 +96,13 @@ impl Layers {
     ) -> Result<u64> {
         let current = self.effective(environment)?;
         let mut values = current.clone();
-        update(&mut values)?;
+        let (result, set) = recording_setters(|| update(&mut values));
+        result?;
         let id = self.next_id;
         self.next_id += 1;
         self.scopes.push(Scope {
             id,
-            changed: current.changes(&values),
+            changed: current.changes(&values).union(set),
             values,
         });
         Ok(id)
@@ -278,6 +307,27 @@ mod tests {
         layers.remove(inner);
         layers.remove(1000);
         assert_eq!(layers.effective(no_environment).unwrap(), base());
+    }
+
+    #[test]
+    fn a_scope_that_sets_what_the_scope_below_set_keeps_it() {
+        let mut layers = Layers::new();
+        layers.set_base(Some(base()));
+        let outer = layers
+            .push(|s| s.set_task_size(8192).map(drop), no_environment)
+            .unwrap();
+        // The same value again: nothing differs, but the inner scope set it.
+        let inner = layers
+            .push(|s| s.set_task_size(8192).map(drop), no_environment)
+            .unwrap();
+        layers.remove(outer);
+        assert_eq!(layers.effective(no_environment).unwrap().task_size(), 8192);
+        layers.remove(inner);
+        assert_eq!(layers.effective(no_environment).unwrap(), base());
+        // Setters outside a scope's update record nothing.
+        let mut free = base();
+        free.set_num_threads(5).unwrap();
+        assert_eq!(TOUCHED.get(), None);
     }
 
     #[test]
