@@ -48,6 +48,7 @@ impl BufferRegistration {
             });
         }
         let register = cufile_fn!(driver.library(), cuFileBufRegister)?;
+        let _open = driver.enter("cuFileBufRegister")?;
         let mark = LogMark::new(driver.log());
         // SAFETY: the caller guarantees the range is live device memory.
         let status = unsafe { register(base as *const std::ffi::c_void, size, flags) };
@@ -100,7 +101,10 @@ fn overlapping(
 
 impl Drop for BufferRegistration {
     fn drop(&mut self) {
-        if let Ok(deregister) = cufile_fn!(self.driver.library(), cuFileBufDeregister) {
+        // A driver shut down since has forgotten the registration.
+        if let Ok(_open) = self.driver.enter("cuFileBufDeregister")
+            && let Ok(deregister) = cufile_fn!(self.driver.library(), cuFileBufDeregister)
+        {
             // SAFETY: deregisters the range registered in `register`, once.
             unsafe { deregister(self.base as *const std::ffi::c_void) };
         }

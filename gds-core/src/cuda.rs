@@ -77,6 +77,7 @@ impl CudaDriver {
 
 /// Why there is no usable CUDA driver.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum CudaUnavailable {
     #[error("no CUDA driver: {CUDA_DRIVER_LIBRARY} cannot be loaded ({message})")]

@@ -3,10 +3,23 @@
 //! [`Driver::open`] checks for a CUDA driver with a GPU *before* anything
 //! that could open the cuFile driver (without one, `cuFileDriverOpen` spins
 //! forever), points cufile.log at a per-process file, sets the statistics
-//! level, and opens. Every `Driver` value shares that one open driver; the
-//! last one dropped closes it.
+//! level, and opens.
+//!
+//! Every `Driver` value shares one *session*: one opening of cuFile's
+//! driver. The last `Driver` of a session dropped closes it;
+//! [`Driver::shutdown`] closes it at once, even while `Driver`s remain. A
+//! closed session is never handed out again: the next [`Driver::open`] opens
+//! a new one, and every cuFile call through a `Driver` of the closed session
+//! (registering, reading, statistics) fails with [`Error::DriverClosed`]
+//! instead of reaching cuFile — whose file and buffer handles from before
+//! the close mean nothing to the driver opened after it. Handles and
+//! buffer registrations of a closed session skip their deregistration when
+//! dropped: cuFile dropped them when it closed.
+//!
+//! The bookkeeping is a small state machine (`Lifecycle`) that knows
+//! nothing of cuFile, so its rules are tested without a GPU.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, Weak};
 
 use cufile_sys::bindings::CUfileDrvProps_t;
 use cufile_sys::{CuFileLibrary, Feature, LibraryVersion, cufile_fn};
@@ -14,6 +27,9 @@ use cufile_sys::{CuFileLibrary, Feature, LibraryVersion, cufile_fn};
 use crate::error::{Error, Result};
 use crate::log::{LogLocation, LogMark};
 use crate::parameters::Parameters;
+
+mod flags;
+pub use flags::{ControlFlags, FeatureFlags, StorageFlags};
 
 /// How to open the driver.
 #[derive(Debug, Clone, Copy)]
@@ -39,20 +55,151 @@ impl Default for DriverOptions {
 /// A handle on the process's open cuFile driver. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Driver {
-    shared: Arc<Shared>,
+    session: Arc<Session<Opened>>,
 }
 
-#[derive(Debug)]
-struct Shared {
-    /// Set once the driver has been closed (by [`Driver::shutdown`] or drop).
-    closed: std::sync::atomic::AtomicBool,
+/// What an opening of the driver established.
+#[derive(Debug, Clone, Copy)]
+struct Opened {
     lib: &'static CuFileLibrary,
     log: &'static LogLocation,
     /// The statistics level in force after open (0 = off).
     stats_level: u32,
 }
 
-static OPEN: Mutex<Weak<Shared>> = Mutex::new(Weak::new());
+static LIFECYCLE: Mutex<Lifecycle<Opened>> = Mutex::new(Lifecycle::new(|opened| close(opened.lib)));
+
+/// Which session holds cuFile's driver open, if any: the rules behind
+/// [`Driver::open`], [`Driver::shutdown`] and the drop of a session's last
+/// `Driver`, apart from cuFile (`T` is what an opening established).
+///
+/// The invariants: cuFile's driver is open exactly while `current` is set;
+/// each opening is closed once, by its own session (last drop, or
+/// shutdown); a session that is shut down is never current again.
+#[derive(Debug)]
+pub(crate) struct Lifecycle<T: 'static> {
+    current: Option<Current<T>>,
+    sessions: u64,
+    close: fn(&T),
+}
+
+/// The session that owns the open driver.
+#[derive(Debug)]
+struct Current<T: 'static> {
+    id: u64,
+    opened: T,
+    session: Weak<Session<T>>,
+}
+
+/// One opening of the driver, shared by the `Driver`s made from it.
+#[derive(Debug)]
+pub(crate) struct Session<T: 'static> {
+    id: u64,
+    opened: T,
+    /// `false` once shut down. Every cuFile call through the session holds
+    /// it for reading, so a shutdown waits for calls in flight and later
+    /// calls see it.
+    open: RwLock<bool>,
+    lifecycle: &'static Mutex<Lifecycle<T>>,
+}
+
+fn lock<T>(lifecycle: &'static Mutex<Lifecycle<T>>) -> MutexGuard<'static, Lifecycle<T>> {
+    // A poisoned lock only means a thread panicked while holding it; every
+    // change to the state is a single assignment.
+    lifecycle.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl<T: Clone> Lifecycle<T> {
+    pub(crate) const fn new(close: fn(&T)) -> Lifecycle<T> {
+        Lifecycle {
+            current: None,
+            sessions: 0,
+            close,
+        }
+    }
+
+    /// The current session, or a new one: `open` runs (under the lock) only
+    /// when the driver is closed.
+    pub(crate) fn session(
+        lifecycle: &'static Mutex<Lifecycle<T>>,
+        open: impl FnOnce() -> Result<T>,
+    ) -> Result<Arc<Session<T>>> {
+        let mut state = lock(lifecycle);
+        let opened = match &state.current {
+            Some(current) => {
+                if let Some(session) = current.session.upgrade() {
+                    return Ok(session);
+                }
+                // The current session's last `Driver` is being dropped right
+                // now (its drop waits for this lock): the driver is still
+                // open. A new session takes the opening over, and the old
+                // one, no longer current, closes nothing.
+                current.opened.clone()
+            }
+            None => open()?,
+        };
+        state.sessions += 1;
+        let session = Arc::new(Session {
+            id: state.sessions,
+            opened: opened.clone(),
+            open: RwLock::new(true),
+            lifecycle,
+        });
+        state.current = Some(Current {
+            id: session.id,
+            opened,
+            session: Arc::downgrade(&session),
+        });
+        Ok(session)
+    }
+}
+
+impl<T> Lifecycle<T> {
+    /// Close the driver if session `id` owns it.
+    fn close_if_current(&mut self, id: u64) {
+        if self.current.as_ref().is_some_and(|c| c.id == id) {
+            let current = self.current.take().expect("checked above");
+            (self.close)(&current.opened);
+        }
+    }
+}
+
+impl<T: Clone> Session<T> {
+    /// Close this session now (a no-op if it was already).
+    pub(crate) fn shutdown(&self) {
+        let mut state = lock(self.lifecycle);
+        let mut open = self.open.write().unwrap_or_else(|p| p.into_inner());
+        if std::mem::replace(&mut *open, false) {
+            state.close_if_current(self.id);
+        }
+    }
+
+    /// Hold the session open for one cuFile call, or say it is closed.
+    pub(crate) fn enter(&self, operation: &'static str) -> Result<RwLockReadGuard<'_, bool>> {
+        let open = self.open.read().unwrap_or_else(|p| p.into_inner());
+        if !*open {
+            return Err(Error::DriverClosed { operation });
+        }
+        Ok(open)
+    }
+
+    pub(crate) fn is_open(&self) -> bool {
+        *self.open.read().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl<T> Drop for Session<T> {
+    fn drop(&mut self) {
+        lock(self.lifecycle).close_if_current(self.id);
+    }
+}
+
+/// Proof that the driver stays open while one cuFile call runs; taken with
+/// [`Driver::enter`].
+#[derive(Debug)]
+pub(crate) struct DriverOpen<'a> {
+    _held: RwLockReadGuard<'a, bool>,
+}
 
 impl Driver {
     /// Open (or join) the driver with default options.
@@ -60,122 +207,69 @@ impl Driver {
         Driver::open_with(DriverOptions::default())
     }
 
+    /// Open (or join) the driver. Joining an open driver ignores `options`.
     pub fn open_with(options: DriverOptions) -> Result<Driver> {
         let lib = match options.library {
             Some(lib) => lib,
             None => CuFileLibrary::load()?,
         };
-        // A poisoned lock only means a thread panicked while holding it; the
-        // Weak inside is still meaningful.
-        let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(shared) = open.upgrade() {
-            return Ok(Driver { shared });
-        }
-        // The hazard guard: no GPU, no cuFileDriverOpen.
-        crate::cuda::probe()?;
-        let log = crate::log::location(lib);
-        let stats = lib.feature(Feature::Stats).available();
-        if stats
-            && std::env::var_os("CUFILE_STATS_LEVEL").is_none()
-            && let Some(level) = options.stats_level
-        {
-            let set = cufile_fn!(lib, cuFileSetStatsLevel)?;
-            // SAFETY: plain value, before the driver opens.
-            let status = unsafe { set(level as i32) };
-            if !status.is_success() {
-                return Err(Error::CuFile {
-                    operation: "cuFileSetStatsLevel",
-                    status,
-                    path: None,
-                    log: None,
-                });
-            }
-        }
-        let mark = LogMark::new(log);
-        let driver_open = cufile_fn!(lib, cuFileDriverOpen)?;
-        // SAFETY: a CUDA driver with a GPU exists (probed above).
-        let status = unsafe { driver_open() };
-        if !status.is_success() {
-            return Err(Error::CuFile {
-                operation: "cuFileDriverOpen",
-                status,
-                path: None,
-                log: mark.excerpt(),
-            });
-        }
-        let stats_level = if stats {
-            current_stats_level(lib).unwrap_or(0)
-        } else {
-            0
-        };
-        if stats_level > 0 {
-            let start = cufile_fn!(lib, cuFileStatsStart)?;
-            // SAFETY: the driver is open and the level is set.
-            let status = unsafe { start() };
-            if !status.is_success() {
-                // Counters would stay empty: report it, but the driver itself works.
-                close(lib);
-                return Err(Error::CuFile {
-                    operation: "cuFileStatsStart",
-                    status,
-                    path: None,
-                    log: mark.excerpt(),
-                });
-            }
-        }
-        let shared = Arc::new(Shared {
-            closed: std::sync::atomic::AtomicBool::new(false),
-            lib,
-            log,
-            stats_level,
-        });
-        *open = Arc::downgrade(&shared);
-        Ok(Driver { shared })
+        let session = Lifecycle::session(&LIFECYCLE, || open_driver(lib, options))?;
+        Ok(Driver { session })
     }
 
-    /// Close the driver now, even though handles on it remain — for process
-    /// exit, where libcufile's own teardown must not find it open (seen:
-    /// a crash at exit after `CUFILE_FORCE_COMPAT_MODE=true` reads, or after a
-    /// failed registration, when the driver was left open). Idempotent; the
-    /// driver must not be used afterwards.
+    /// Close the driver now, even though `Driver`s (and handles made with
+    /// them) remain — for process exit, where libcufile's own teardown must
+    /// not find it open (seen: a crash at exit after
+    /// `CUFILE_FORCE_COMPAT_MODE=true` reads, or after a failed
+    /// registration, when the driver was left open). Waits for cuFile calls
+    /// in flight through this session. Idempotent. Afterwards every cuFile
+    /// call through this session's `Driver`s is [`Error::DriverClosed`], and
+    /// the next [`Driver::open`] opens the driver anew.
     pub fn shutdown(&self) {
-        if !self
-            .shared
-            .closed
-            .swap(true, std::sync::atomic::Ordering::SeqCst)
-        {
-            close(self.shared.lib);
-        }
+        self.session.shutdown();
+    }
+
+    /// Whether this session is still open (not shut down).
+    pub fn is_open(&self) -> bool {
+        self.session.is_open()
+    }
+
+    /// Hold the session open for one cuFile call, or
+    /// [`Error::DriverClosed`] naming `operation`.
+    pub(crate) fn enter(&self, operation: &'static str) -> Result<DriverOpen<'_>> {
+        let held = self.session.enter(operation)?;
+        Ok(DriverOpen { _held: held })
     }
 
     pub fn library(&self) -> &'static CuFileLibrary {
-        self.shared.lib
+        self.session.opened.lib
     }
 
     pub fn version(&self) -> Option<LibraryVersion> {
-        self.shared.lib.version().ok()
+        self.session.opened.lib.version().ok()
     }
 
     /// Where this process's cufile.log goes.
     pub fn log(&self) -> &'static LogLocation {
-        self.shared.log
+        self.session.opened.log
     }
 
     /// The statistics level in force (0 = statistics off).
     pub fn stats_level(&self) -> u32 {
-        self.shared.stats_level
+        self.session.opened.stats_level
     }
 
     pub fn parameters(&self) -> Parameters {
-        Parameters::new(self.shared.lib)
+        Parameters::new(self.session.opened.lib)
     }
 
     /// `cuFileDriverGetProperties`, decoded.
     pub fn properties(&self) -> Result<DriverProperties> {
-        let get = cufile_fn!(self.shared.lib, cuFileDriverGetProperties)?;
+        let get = cufile_fn!(self.library(), cuFileDriverGetProperties)?;
+        let _open = self.enter("cuFileDriverGetProperties")?;
         let mut raw = CUfileDrvProps_t::default();
-        // SAFETY: the driver is open; fills one struct of the header's layout
-        // (unchanged between 1.15 and 1.20).
+        // SAFETY: the driver is open (held by `_open`); fills one struct of
+        // the header's layout (unchanged between 1.15 and 1.20).
         let status = unsafe { get(&mut raw) };
         if !status.is_success() {
             return Err(Error::CuFile {
@@ -187,6 +281,67 @@ impl Driver {
         }
         Ok(DriverProperties::from_raw(&raw))
     }
+}
+
+/// Open cuFile's driver: the hazard guard, cufile.log, statistics.
+fn open_driver(lib: &'static CuFileLibrary, options: DriverOptions) -> Result<Opened> {
+    // The hazard guard: no GPU, no cuFileDriverOpen.
+    crate::cuda::probe()?;
+    let log = crate::log::location(lib);
+    let stats = lib.feature(Feature::Stats).available();
+    if stats
+        && std::env::var_os("CUFILE_STATS_LEVEL").is_none()
+        && let Some(level) = options.stats_level
+    {
+        let set = cufile_fn!(lib, cuFileSetStatsLevel)?;
+        // SAFETY: plain value, before the driver opens.
+        let status = unsafe { set(level as i32) };
+        if !status.is_success() {
+            return Err(Error::CuFile {
+                operation: "cuFileSetStatsLevel",
+                status,
+                path: None,
+                log: None,
+            });
+        }
+    }
+    let mark = LogMark::new(log);
+    let driver_open = cufile_fn!(lib, cuFileDriverOpen)?;
+    // SAFETY: a CUDA driver with a GPU exists (probed above).
+    let status = unsafe { driver_open() };
+    if !status.is_success() {
+        return Err(Error::CuFile {
+            operation: "cuFileDriverOpen",
+            status,
+            path: None,
+            log: mark.excerpt(),
+        });
+    }
+    let stats_level = if stats {
+        current_stats_level(lib).unwrap_or(0)
+    } else {
+        0
+    };
+    if stats_level > 0 {
+        let start = cufile_fn!(lib, cuFileStatsStart)?;
+        // SAFETY: the driver is open and the level is set.
+        let status = unsafe { start() };
+        if !status.is_success() {
+            // Counters would stay empty: report it, but the driver itself works.
+            close(lib);
+            return Err(Error::CuFile {
+                operation: "cuFileStatsStart",
+                status,
+                path: None,
+                log: mark.excerpt(),
+            });
+        }
+    }
+    Ok(Opened {
+        lib,
+        log,
+        stats_level,
+    })
 }
 
 fn current_stats_level(lib: &CuFileLibrary) -> Option<u32> {
@@ -204,38 +359,26 @@ fn close(lib: &CuFileLibrary) {
         cufile_fn!(lib, cuFileDriverClose)
     };
     if let Ok(close) = close {
-        // SAFETY: pairs the successful cuFileDriverOpen of this Shared. A
-        // failure here cannot be acted on (we are dropping).
+        // SAFETY: pairs the successful cuFileDriverOpen of the closing
+        // session, once (the lifecycle closes each opening once). A failure
+        // here cannot be acted on.
         let _ = unsafe { close() };
     }
 }
 
-impl Drop for Shared {
-    fn drop(&mut self) {
-        // cuFile counts opens itself, so an open racing with this close
-        // (another thread found the Weak dead and opened again) stays open.
-        if !self.closed.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            close(self.lib);
-        }
-    }
-}
-
-/// `CUfileDrvProps_t`, decoded. Raw bit fields are kept next to their names.
+/// `CUfileDrvProps_t`, decoded.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DriverProperties {
     /// nvidia-fs version as the driver sees it; `None` when nvidia-fs is not loaded.
     pub nvfs_version: Option<(u32, u32)>,
     pub poll_threshold_size: usize,
     pub max_direct_io_size: usize,
-    /// Storage types cuFile can serve directly (`dstatusflags`).
-    pub supported_storage: Vec<&'static str>,
-    pub dstatusflags: u32,
-    /// `dcontrolflags`: poll mode, compat mode allowed, …
-    pub control: Vec<&'static str>,
-    pub dcontrolflags: u32,
-    /// `fflags`: batch I/O, streams, parallel I/O, P2P, …
-    pub features: Vec<&'static str>,
-    pub fflags: u32,
+    /// Storage cuFile can serve directly (`dstatusflags`).
+    pub supported_storage: StorageFlags,
+    /// How the driver runs (`dcontrolflags`): poll mode, compat mode allowed, …
+    pub control: ControlFlags,
+    /// What it supports (`fflags`): batch I/O, streams, parallel I/O, P2P, …
+    pub features: FeatureFlags,
     pub max_device_cache_size: u32,
     pub per_buffer_cache_size: u32,
     pub max_device_pinned_mem_size: u32,
@@ -243,45 +386,25 @@ pub struct DriverProperties {
     pub max_batch_io_timeout_msecs: u32,
 }
 
-/// Bit positions of `CUfileDriverStatusFlags_t` (cufile.h 1.20).
-const STORAGE_BITS: &[(u32, &str)] = &[
-    (0, "lustre"),
-    (1, "wekafs"),
-    (2, "nfs"),
-    (3, "gpfs"),
-    (4, "nvme"),
-    (5, "nvmeof"),
-    (6, "scsi"),
-    (7, "scaleflux_csd"),
-    (8, "nvmesh"),
-    (9, "beegfs"),
-    (11, "nvme_p2p"),
-    (12, "scatefs"),
-    (13, "virtiofs"),
-    (14, "panfs"),
-];
-/// Bit positions of `CUfileDriverControlFlags_t`.
-const CONTROL_BITS: &[(u32, &str)] = &[
-    (0, "use_poll_mode"),
-    (1, "allow_compat_mode"),
-    (2, "posix_io_mode"),
-    (4, "fallback_io_mode"),
-];
-/// Bit positions of `CUfileFeatureFlags_t`.
-const FEATURE_BITS: &[(u32, &str)] = &[
-    (0, "dynamic_routing"),
-    (1, "batch_io"),
-    (2, "streams"),
-    (3, "parallel_io"),
-    (4, "p2p"),
-];
+/// What gives cuFile a direct path (storage to GPU memory without staging
+/// through the host), as the driver reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DirectPath {
+    /// The nvidia-fs kernel module, at this version.
+    NvidiaFs { major: u32, minor: u32 },
+    /// PCI P2PDMA: the `p2p` feature flag (libcufile 1.19+) or the
+    /// `nvme_p2p` storage flag (1.15).
+    PciP2pDma,
+}
 
-fn bit_names(bits: u32, table: &[(u32, &'static str)]) -> Vec<&'static str> {
-    table
-        .iter()
-        .filter(|(bit, _)| bits & (1 << bit) != 0)
-        .map(|(_, name)| *name)
-        .collect()
+impl std::fmt::Display for DirectPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DirectPath::NvidiaFs { major, minor } => write!(f, "nvidia-fs {major}.{minor}"),
+            DirectPath::PciP2pDma => f.write_str("PCI P2PDMA"),
+        }
+    }
 }
 
 impl DriverProperties {
@@ -291,12 +414,9 @@ impl DriverProperties {
             nvfs_version: (nvfs != (0, 0)).then_some(nvfs),
             poll_threshold_size: raw.nvfs.poll_thresh_size,
             max_direct_io_size: raw.nvfs.max_direct_io_size,
-            supported_storage: bit_names(raw.nvfs.dstatusflags, STORAGE_BITS),
-            dstatusflags: raw.nvfs.dstatusflags,
-            control: bit_names(raw.nvfs.dcontrolflags, CONTROL_BITS),
-            dcontrolflags: raw.nvfs.dcontrolflags,
-            features: bit_names(raw.fflags, FEATURE_BITS),
-            fflags: raw.fflags,
+            supported_storage: StorageFlags::from_bits_retain(raw.nvfs.dstatusflags),
+            control: ControlFlags::from_bits_retain(raw.nvfs.dcontrolflags),
+            features: FeatureFlags::from_bits_retain(raw.fflags),
             max_device_cache_size: raw.max_device_cache_size,
             per_buffer_cache_size: raw.per_buffer_cache_size,
             max_device_pinned_mem_size: raw.max_device_pinned_mem_size,
@@ -306,15 +426,23 @@ impl DriverProperties {
     }
 
     /// What gives cuFile a direct path here, if anything: nvidia-fs, or PCI
-    /// P2PDMA (the `p2p` feature flag of 1.19+, or 1.15's `nvme_p2p` storage flag).
-    pub fn direct_path(&self) -> Option<String> {
+    /// P2PDMA.
+    pub fn direct_path(&self) -> Option<DirectPath> {
         if let Some((major, minor)) = self.nvfs_version {
-            return Some(format!("nvidia-fs {major}.{minor}"));
+            return Some(DirectPath::NvidiaFs { major, minor });
         }
-        if self.features.contains(&"p2p") || self.supported_storage.contains(&"nvme_p2p") {
-            return Some("PCI P2PDMA".into());
+        if self.features.contains(FeatureFlags::P2P)
+            || self.supported_storage.contains(StorageFlags::NVME_P2P)
+        {
+            return Some(DirectPath::PciP2pDma);
         }
         None
+    }
+
+    /// Whether cuFile may run its own compatibility mode
+    /// (`properties.allow_compat_mode`).
+    pub fn compat_mode_allowed(&self) -> bool {
+        self.control.contains(ControlFlags::ALLOW_COMPAT_MODE)
     }
 }
 
@@ -331,23 +459,247 @@ mod tests {
         raw.nvfs.dcontrolflags = 1 << 1;
         raw.fflags = (1 << 1) | (1 << 3);
         let props = DriverProperties::from_raw(&raw);
-        assert_eq!(props.supported_storage, vec!["nfs", "nvme"]);
-        assert_eq!(props.control, vec!["allow_compat_mode"]);
-        assert_eq!(props.features, vec!["batch_io", "parallel_io"]);
+        assert_eq!(
+            props.supported_storage,
+            StorageFlags::NFS | StorageFlags::NVME
+        );
+        assert_eq!(props.control, ControlFlags::ALLOW_COMPAT_MODE);
+        assert!(props.compat_mode_allowed());
+        assert_eq!(
+            props.features,
+            FeatureFlags::BATCH_IO | FeatureFlags::PARALLEL_IO
+        );
         assert_eq!(props.direct_path(), None);
 
         raw.fflags |= 1 << 4;
         assert_eq!(
-            DriverProperties::from_raw(&raw).direct_path().as_deref(),
-            Some("PCI P2PDMA")
+            DriverProperties::from_raw(&raw).direct_path(),
+            Some(DirectPath::PciP2pDma)
+        );
+        // 1.15 says P2PDMA with a storage flag instead.
+        let mut v1_15 = CUfileDrvProps_t::default();
+        v1_15.nvfs.dstatusflags = 1 << 11;
+        assert_eq!(
+            DriverProperties::from_raw(&v1_15).direct_path(),
+            Some(DirectPath::PciP2pDma)
         );
 
         raw.nvfs.major_version = 2;
         raw.nvfs.minor_version = 26;
+        let props = DriverProperties::from_raw(&raw);
         assert_eq!(
-            DriverProperties::from_raw(&raw).direct_path().as_deref(),
-            Some("nvidia-fs 2.26")
+            props.direct_path(),
+            Some(DirectPath::NvidiaFs {
+                major: 2,
+                minor: 26
+            })
         );
+        assert_eq!(props.direct_path().unwrap().to_string(), "nvidia-fs 2.26");
+        let json = serde_json::to_value(&props).unwrap();
+        assert_eq!(
+            json["supported_storage"],
+            serde_json::json!(["nfs", "nvme"])
+        );
+        assert_eq!(
+            serde_json::to_value(props.direct_path()).unwrap(),
+            serde_json::json!({"kind": "nvidia_fs", "major": 2, "minor": 26})
+        );
+    }
+
+    /// A stand-in for cuFile: each opening numbered, every open and close
+    /// logged.
+    #[derive(Debug, Clone)]
+    struct Fake {
+        opening: u32,
+        log: &'static Mutex<Vec<Event>>,
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Event {
+        Open(u32),
+        Close(u32),
+    }
+
+    type FakeLifecycle = &'static Mutex<Lifecycle<Fake>>;
+
+    fn fake() -> (FakeLifecycle, &'static Mutex<Vec<Event>>) {
+        let log: &'static Mutex<Vec<Event>> = Box::leak(Box::default());
+        let lifecycle = Box::leak(Box::new(Mutex::new(Lifecycle::new(|fake: &Fake| {
+            fake.log.lock().unwrap().push(Event::Close(fake.opening))
+        }))));
+        (lifecycle, log)
+    }
+
+    /// Open (or join) through `lifecycle`, as `Driver::open_with` does.
+    fn open(lifecycle: FakeLifecycle, log: &'static Mutex<Vec<Event>>) -> Arc<Session<Fake>> {
+        Lifecycle::session(lifecycle, || {
+            let mut events = log.lock().unwrap();
+            let opening = events
+                .iter()
+                .filter(|e| matches!(e, Event::Open(_)))
+                .count() as u32;
+            events.push(Event::Open(opening));
+            Ok(Fake { opening, log })
+        })
+        .unwrap()
+    }
+
+    fn events(log: &Mutex<Vec<Event>>) -> Vec<Event> {
+        log.lock().unwrap().clone()
+    }
+
+    #[test]
+    fn sessions_share_one_opening_and_the_last_drop_closes_it() {
+        let (lifecycle, log) = fake();
+        let a = open(lifecycle, log);
+        let b = open(lifecycle, log);
+        assert!(Arc::ptr_eq(&a, &b));
+        drop(a);
+        assert_eq!(events(log), [Event::Open(0)]);
+        drop(b);
+        assert_eq!(events(log), [Event::Open(0), Event::Close(0)]);
+        assert!(lock(lifecycle).current.is_none());
+    }
+
+    #[test]
+    fn after_shutdown_the_next_open_opens_anew_and_old_handles_are_refused() {
+        let (lifecycle, log) = fake();
+        let old = open(lifecycle, log);
+        let old_clone = old.clone();
+        old.shutdown();
+        assert_eq!(events(log), [Event::Open(0), Event::Close(0)]);
+        assert!(!old_clone.is_open());
+        assert!(matches!(
+            old_clone.enter("cuFileRead"),
+            Err(Error::DriverClosed {
+                operation: "cuFileRead"
+            })
+        ));
+
+        // The closed session is never handed out again.
+        let new = open(lifecycle, log);
+        assert!(!Arc::ptr_eq(&old, &new));
+        assert!(new.is_open() && new.enter("cuFileRead").is_ok());
+        assert_eq!(new.opened.opening, 1);
+
+        // Shutting down again, or dropping the old session, closes nothing.
+        old_clone.shutdown();
+        drop(old);
+        drop(old_clone);
+        assert_eq!(
+            events(log),
+            [Event::Open(0), Event::Close(0), Event::Open(1)]
+        );
+        assert!(new.enter("cuFileRead").is_ok());
+        drop(new);
+        assert_eq!(events(log).last(), Some(&Event::Close(1)));
+    }
+
+    #[test]
+    fn an_open_racing_the_last_drop_takes_the_opening_over() {
+        let (lifecycle, log) = fake();
+        let dying = open(lifecycle, log);
+        let dying_id = dying.id;
+        // The moment between the last `Arc` going and `Session::drop`
+        // taking the lock: the weak reference is dead, the driver open.
+        let opened = dying.opened.clone();
+        std::mem::forget(dying);
+        lock(lifecycle).current = Some(Current {
+            id: dying_id,
+            opened,
+            session: Weak::new(),
+        });
+        let taker = open(lifecycle, log);
+        assert_eq!(events(log), [Event::Open(0)], "no second cuFileDriverOpen");
+        assert_ne!(taker.id, dying_id);
+        // The old session's drop now runs: it no longer owns the opening.
+        lock(lifecycle).close_if_current(dying_id);
+        assert_eq!(events(log), [Event::Open(0)]);
+        assert!(taker.enter("cuFileRead").is_ok());
+        drop(taker);
+        assert_eq!(events(log), [Event::Open(0), Event::Close(0)]);
+    }
+
+    #[test]
+    fn a_failed_open_leaves_the_driver_closed_and_the_next_open_tries_again() {
+        let (lifecycle, log) = fake();
+        let failed = Lifecycle::session(lifecycle, || {
+            Err(Error::StatsUnavailable {
+                reason: "test".into(),
+            })
+        });
+        assert!(failed.is_err());
+        assert!(lock(lifecycle).current.is_none());
+        let session = open(lifecycle, log);
+        assert!(session.is_open());
+    }
+
+    /// Random sequences of open, drop, shutdown and calls on any session
+    /// held: cuFile is open exactly while a session is current, each opening
+    /// is closed once, an open session is always the latest opening, and
+    /// nothing stays open once every session is gone.
+    #[test]
+    fn every_sequence_keeps_the_invariants() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..500 {
+            let (lifecycle, log) = fake();
+            let mut held: Vec<Arc<Session<Fake>>> = Vec::new();
+            for _ in 0..12 {
+                match next(4) {
+                    0 => {
+                        let session = open(lifecycle, log);
+                        assert!(session.is_open(), "open never hands out a closed session");
+                        held.push(session);
+                    }
+                    1 if !held.is_empty() => drop(held.swap_remove(next(held.len()))),
+                    2 if !held.is_empty() => held[next(held.len())].shutdown(),
+                    _ if !held.is_empty() => {
+                        let session = &held[next(held.len())];
+                        let entered = session.enter("cuFileRead").is_ok();
+                        assert_eq!(entered, session.is_open());
+                    }
+                    _ => {}
+                }
+                let events = events(log);
+                let opens = events
+                    .iter()
+                    .filter(|e| matches!(e, Event::Open(_)))
+                    .count();
+                let closes: Vec<u32> = events
+                    .iter()
+                    .filter_map(|e| match e {
+                        Event::Close(n) => Some(*n),
+                        _ => None,
+                    })
+                    .collect();
+                let mut unique = closes.clone();
+                unique.sort_unstable();
+                unique.dedup();
+                assert_eq!(
+                    unique.len(),
+                    closes.len(),
+                    "an opening closed twice: {events:?}"
+                );
+                let cufile_open = opens == closes.len() + 1;
+                assert!(cufile_open || opens == closes.len(), "{events:?}");
+                assert_eq!(cufile_open, lock(lifecycle).current.is_some());
+                for session in &held {
+                    if session.is_open() {
+                        assert!(cufile_open, "an open session on a closed driver");
+                        assert_eq!(session.opened.opening as usize, opens - 1);
+                    }
+                }
+                if held.is_empty() {
+                    assert!(!cufile_open, "no session left, driver still open");
+                }
+            }
+        }
     }
 
     #[test]

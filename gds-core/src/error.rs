@@ -68,6 +68,11 @@ pub enum Error {
         existing_size: usize,
     },
 
+    /// The driver session this call went through was shut down
+    /// ([`Driver::shutdown`](crate::Driver::shutdown)); open a new one.
+    #[error("{operation}: the cuFile driver was shut down")]
+    DriverClosed { operation: &'static str },
+
     /// Statistics cannot be read from this library.
     #[error("cuFile statistics unavailable: {reason}")]
     StatsUnavailable { reason: String },

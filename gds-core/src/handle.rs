@@ -97,8 +97,9 @@ impl CuFileHandle {
             fs_ops: std::ptr::null(),
         };
         let mut raw: CUfileHandle_t = std::ptr::null_mut();
+        let _open = driver.enter("cuFileHandleRegister")?;
         let mark = LogMark::new(driver.log());
-        // SAFETY: the driver is open (Driver exists); descr names a valid fd
+        // SAFETY: the driver is open (held by `_open`); descr names a valid fd
         // that outlives the registration (owned by the handle).
         let status: CUfileError_t = unsafe { register(&mut raw, &mut descr) };
         if !status.is_success() {
@@ -137,6 +138,10 @@ impl CuFileHandle {
 
 impl Drop for CuFileHandle {
     fn drop(&mut self) {
+        // A driver shut down since has forgotten the handle.
+        let Ok(_open) = self.driver.enter("cuFileHandleDeregister") else {
+            return;
+        };
         if let Ok(deregister) = cufile_fn!(self.driver.library(), cuFileHandleDeregister) {
             // SAFETY: deregisters the handle registered in `register`, once;
             // the fd is closed afterwards when `file` drops.

@@ -29,6 +29,7 @@ pub unsafe fn read(
 ) -> Result<usize> {
     let read = cufile_fn!(handle.driver().library(), cuFileRead)?;
     let (file_off, buf_off) = offsets(handle, "cuFileRead", size, file_offset, buffer_offset)?;
+    let _open = handle.driver().enter("cuFileRead")?;
     // SAFETY: the handle is registered; the caller guarantees the buffer.
     let ret = unsafe {
         read(
@@ -57,6 +58,7 @@ pub unsafe fn write(
 ) -> Result<usize> {
     let write = cufile_fn!(handle.driver().library(), cuFileWrite)?;
     let (file_off, buf_off) = offsets(handle, "cuFileWrite", size, file_offset, buffer_offset)?;
+    let _open = handle.driver().enter("cuFileWrite")?;
     // SAFETY: the handle is registered; the caller guarantees the buffer.
     let ret = unsafe {
         write(

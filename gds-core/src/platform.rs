@@ -2,6 +2,7 @@
 //! can work: the nvidia-fs kernel module, udev, WSL, the filesystem, O_DIRECT.
 
 use std::ffi::CString;
+use std::fmt;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -123,16 +124,69 @@ pub fn filesystem(path: &Path) -> std::io::Result<FileSystem> {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum DirectIo {
-    /// Opened with `O_DIRECT` and, where there was data, read 4 KiB with it.
-    Supported { probe: String },
-    /// The filesystem refused: cuFile cannot register files here.
+    /// Every step of the probe worked; `probe` is its last step (a read of
+    /// 4 KiB from a file, or a write of 4 KiB to a new file).
+    Supported { probe: DirectIoStep },
+    /// The filesystem refused at `probe`: cuFile cannot register files here.
     Unsupported {
-        probe: String,
+        probe: DirectIoStep,
         errno: i32,
         error: String,
     },
-    /// Could not tell (no permission to create a probe file, say).
-    Unknown { reason: String },
+    /// Could not tell: `probe` failed for another reason (no permission to
+    /// create a probe file, say).
+    Unknown { probe: DirectIoStep, error: String },
+}
+
+/// One step of the O_DIRECT probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DirectIoStep {
+    /// Open the file with `O_DIRECT`.
+    Open,
+    /// Read its first 4 KiB through an aligned buffer.
+    Read,
+    /// Create a probe file in the directory with `O_DIRECT`.
+    Create,
+    /// Write 4 KiB to it.
+    Write,
+}
+
+impl fmt::Display for DirectIoStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DirectIoStep::Open => "opened with O_DIRECT",
+            DirectIoStep::Read => "read 4 KiB with O_DIRECT",
+            DirectIoStep::Create => "created a file with O_DIRECT",
+            DirectIoStep::Write => "wrote 4 KiB with O_DIRECT",
+        })
+    }
+}
+
+impl fmt::Display for DirectIo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DirectIo::Supported {
+                probe: DirectIoStep::Open | DirectIoStep::Read,
+            } => f.write_str("O_DIRECT works (opened with O_DIRECT and read 4 KiB)"),
+            DirectIo::Supported {
+                probe: DirectIoStep::Create | DirectIoStep::Write,
+            } => f.write_str("O_DIRECT works (created a file with O_DIRECT and wrote 4 KiB)"),
+            DirectIo::Unsupported { probe, error, .. } => {
+                write!(f, "O_DIRECT refused ({probe}: {error})")
+            }
+            DirectIo::Unknown {
+                probe: DirectIoStep::Create | DirectIoStep::Write,
+                error,
+            } => write!(
+                f,
+                "O_DIRECT not checked: cannot create a probe file: {error}"
+            ),
+            DirectIo::Unknown { error, .. } => {
+                write!(f, "O_DIRECT not checked: cannot open the file: {error}")
+            }
+        }
+    }
 }
 
 /// Probe O_DIRECT at `path`: for a file, open it read-only with O_DIRECT and
@@ -154,16 +208,17 @@ pub fn direct_io(path: &Path) -> DirectIo {
                 let _ = std::fs::remove_file(&probe);
                 match written {
                     Ok(()) => DirectIo::Supported {
-                        probe: "created a file with O_DIRECT and wrote 4 KiB".into(),
+                        probe: DirectIoStep::Write,
                     },
-                    Err(e) => unsupported("wrote 4 KiB with O_DIRECT", e),
+                    Err(e) => unsupported(DirectIoStep::Write, e),
                 }
             }
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                unsupported("created a file with O_DIRECT", e)
+                unsupported(DirectIoStep::Create, e)
             }
             Err(e) => DirectIo::Unknown {
-                reason: format!("cannot create a probe file in {}: {e}", path.display()),
+                probe: DirectIoStep::Create,
+                error: e.to_string(),
             },
         };
         return result;
@@ -177,21 +232,22 @@ pub fn direct_io(path: &Path) -> DirectIo {
             let mut block = block;
             match pread(&file, block.as_mut_slice(), 0) {
                 Ok(_) => DirectIo::Supported {
-                    probe: "opened with O_DIRECT and read 4 KiB".into(),
+                    probe: DirectIoStep::Read,
                 },
-                Err(e) => unsupported("read 4 KiB with O_DIRECT", e),
+                Err(e) => unsupported(DirectIoStep::Read, e),
             }
         }
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => unsupported("opened with O_DIRECT", e),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => unsupported(DirectIoStep::Open, e),
         Err(e) => DirectIo::Unknown {
-            reason: format!("cannot open {}: {e}", path.display()),
+            probe: DirectIoStep::Open,
+            error: e.to_string(),
         },
     }
 }
 
-fn unsupported(probe: &str, e: std::io::Error) -> DirectIo {
+fn unsupported(probe: DirectIoStep, e: std::io::Error) -> DirectIo {
     DirectIo::Unsupported {
-        probe: probe.into(),
+        probe,
         errno: e.raw_os_error().unwrap_or(0),
         error: e.to_string(),
     }
@@ -267,15 +323,24 @@ mod tests {
         let file = dir.join("data");
         std::fs::write(&file, vec![7u8; 8192]).unwrap();
         let fs = filesystem(&dir).unwrap();
-        for probe in [direct_io(&dir), direct_io(&file)] {
+        let cases = [
+            (direct_io(&dir), DirectIoStep::Write, DirectIoStep::Create),
+            (direct_io(&file), DirectIoStep::Read, DirectIoStep::Open),
+        ];
+        for (probe, last_step, refusing_step) in cases {
             match probe {
-                DirectIo::Supported { .. } => {}
-                // tmpfs before Linux 6.6 refuses O_DIRECT with EINVAL.
-                DirectIo::Unsupported { errno, .. } => {
-                    assert_eq!(errno, libc::EINVAL, "on {}", fs.name)
+                DirectIo::Supported { probe } => assert_eq!(probe, last_step),
+                // tmpfs before Linux 6.6 refuses O_DIRECT with EINVAL, at open.
+                DirectIo::Unsupported { probe, errno, .. } => {
+                    assert_eq!(
+                        (probe, errno),
+                        (refusing_step, libc::EINVAL),
+                        "on {}",
+                        fs.name
+                    )
                 }
-                DirectIo::Unknown { reason } => {
-                    panic!("probe could not decide on {}: {reason}", fs.name)
+                unknown @ DirectIo::Unknown { .. } => {
+                    panic!("probe could not decide on {}: {unknown}", fs.name)
                 }
             }
         }

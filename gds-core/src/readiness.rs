@@ -6,15 +6,23 @@
 //! view (nvidia-fs version, PCI P2PDMA, compat mode allowed) and, for a path,
 //! whether cuFile can register a file there — with cufile.log's explanation
 //! when it cannot.
+//!
+//! Facts and reasons are typed: each [`Reason`] is a variant with the data
+//! behind it, printed for people by `Display` and serialized with a stable
+//! `kind` tag, so a program matches `{"kind": "no_cuda", …}` rather than
+//! words.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 
-use cufile_config::{ConfigLocation, EffectiveExecution, ParsedConfig, ValidateOptions};
+use cufile_config::{
+    ConfigLocation, Diagnostic, EffectiveExecution, ParsedConfig, ValidateOptions,
+};
 use cufile_sys::CuFileLibrary;
 use serde::Serialize;
 
 use crate::cuda::{self, CudaDriver, CudaUnavailable};
-use crate::driver::{Driver, DriverProperties};
+use crate::driver::{DirectPath, Driver, DriverProperties};
 use crate::handle::{CuFileHandle, OpenFlags};
 use crate::log::LogLocation;
 use crate::platform::{self, DirectIo, FileSystem, NvidiaFs};
@@ -32,11 +40,26 @@ pub enum LibcufileFact {
         version: Option<String>,
         version_error: Option<String>,
         /// Optional features the library lacks, with the missing symbols.
-        missing_features: Vec<String>,
+        missing_features: Vec<MissingFeature>,
     },
     Missing {
         reason: String,
     },
+}
+
+/// An optional feature the loaded libcufile lacks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MissingFeature {
+    /// What the feature is, e.g. "in-process statistics".
+    pub feature: &'static str,
+    /// The symbols the library lacks for it.
+    pub missing: Vec<&'static str>,
+}
+
+impl fmt::Display for MissingFeature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (missing {})", self.feature, self.missing.join(", "))
+    }
 }
 
 /// What the cuFile driver said when opened.
@@ -45,12 +68,12 @@ pub enum LibcufileFact {
 pub enum DriverFact {
     /// Not opened, and why (opening it without a GPU would hang).
     NotOpened {
-        reason: String,
+        reason: NotOpened,
     },
     Opened {
         properties: DriverProperties,
         /// What gives cuFile a direct path, per the driver.
-        direct_path: Option<String>,
+        direct_path: Option<DirectPath>,
         /// Whether cuFile may run its compatibility mode (`properties.allow_compat_mode`).
         compat_mode_allowed: bool,
         log: LogLocation,
@@ -60,13 +83,53 @@ pub enum DriverFact {
     },
 }
 
+/// Why the cuFile driver was not opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum NotOpened {
+    /// libcufile could not be loaded.
+    NoLibcufile,
+    /// No CUDA driver with a GPU: `cuFileDriverOpen` would never return.
+    NoCuda,
+}
+
+impl fmt::Display for NotOpened {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NotOpened::NoLibcufile => "libcufile is not available",
+            NotOpened::NoCuda => "no CUDA driver with a GPU (cuFileDriverOpen would never return)",
+        })
+    }
+}
+
 /// Whether cuFile could register a file at the checked path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum RegistrationFact {
-    NotTried { reason: String },
+    NotTried { reason: NotTried },
     Registered { file: PathBuf },
     Failed { file: PathBuf, error: String },
+}
+
+/// Why registration was not tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum NotTried {
+    /// The cuFile driver is not open.
+    DriverNotOpen,
+    /// The path refuses O_DIRECT, which cuFile needs.
+    NoDirectIo,
+}
+
+impl fmt::Display for NotTried {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NotTried::DriverNotOpen => "the cuFile driver is not open",
+            NotTried::NoDirectIo => "O_DIRECT is not supported here",
+        })
+    }
 }
 
 /// The cufile.json cuFile will read, checked the way cuFile reads it.
@@ -77,12 +140,17 @@ pub struct ConfigFact {
     /// `N errors, M warnings`, when a file was read.
     pub summary: Option<String>,
     pub errors: usize,
-    /// The first error (`line:col: path = message`): cuFile refuses a file with errors.
-    pub first_error: Option<String>,
+    /// The first error: cuFile refuses a file with errors.
+    pub first_error: Option<Diagnostic>,
     /// Why the file could not be read, if it could not.
     pub read_error: Option<String>,
     /// The `execution` settings cuFile will use here, each with its source.
     pub execution: EffectiveExecution,
+}
+
+/// A cufile.json error as one line: `line:col: key = message`.
+pub fn diagnostic_line(d: &Diagnostic) -> String {
+    format!("{}:{}: {} = {}", d.line, d.column, d.path, d.message)
 }
 
 impl ConfigFact {
@@ -102,11 +170,7 @@ impl ConfigFact {
             Ok(parsed) => ConfigFact {
                 summary: Some(cufile_config::summary(&parsed.diagnostics)),
                 errors: parsed.error_count(),
-                first_error: parsed
-                    .diagnostics
-                    .iter()
-                    .find(|d| d.is_error())
-                    .map(|d| format!("{}:{}: {} = {}", d.line, d.column, d.path, d.message)),
+                first_error: parsed.diagnostics.iter().find(|d| d.is_error()).cloned(),
                 read_error: None,
                 execution: parsed.execution(),
                 location,
@@ -138,8 +202,8 @@ pub enum VerdictKind {
     PosixOnly,
 }
 
-impl std::fmt::Display for VerdictKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for VerdictKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             VerdictKind::DirectPathPossible => "direct path possible",
             VerdictKind::CompatModeOnly => "cuFile compat mode only",
@@ -148,11 +212,157 @@ impl std::fmt::Display for VerdictKind {
     }
 }
 
+/// One reason behind a verdict: a fact, with the data behind it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Reason {
+    // Blockers: cuFile cannot be used at all.
+    /// libcufile cannot be loaded.
+    NoLibcufile { error: String },
+    /// No CUDA driver with a GPU answered.
+    NoCuda { cause: CudaUnavailable },
+    /// `/run/udev` is missing: cuFile cannot identify filesystems (KvikIO
+    /// requires it).
+    NoUdev,
+    /// The kernel is WSL's, where cuFile is not supported.
+    Wsl,
+    /// cufile.json has errors, so cuFile refuses to start.
+    ConfigErrors {
+        path: Option<PathBuf>,
+        errors: usize,
+        first: Diagnostic,
+    },
+    /// `cuFileDriverOpen` (or reading its properties) failed.
+    DriverFailed { error: String },
+    /// The path refuses O_DIRECT, so cuFile cannot register files there.
+    NoDirectIo { path: PathBuf, error: String },
+    /// cuFile could not register a file at the path.
+    RegistrationFailed { path: PathBuf, error: String },
+    /// No direct path, and the configuration forbids cuFile's compatibility
+    /// mode: cuFile would refuse I/O.
+    CompatModeDisallowed,
+
+    // Why there is no direct path (cuFile could run in compat mode only).
+    /// Nothing gives cuFile a direct path: nvidia-fs is not loaded, and (when
+    /// the driver was asked) PCI P2PDMA is not supported either.
+    NoDirectPath { driver_asked: bool },
+    /// The path's filesystem is not one GDS serves directly.
+    FilesystemWithoutDirectPath { path: PathBuf, filesystem: String },
+
+    // Evidence for the direct path.
+    /// The driver reports a direct path.
+    DirectPath { via: DirectPath },
+    /// The nvidia-fs kernel module is loaded (the driver was not asked).
+    NvidiaFsLoaded { version: Option<String> },
+    /// The path's filesystem takes O_DIRECT.
+    DirectIo { path: PathBuf, filesystem: String },
+}
+
+/// What a [`Reason`] does to the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// cuFile cannot be used: POSIX only.
+    Blocks,
+    /// No direct path: cuFile's compatibility mode at best.
+    NoDirectPath,
+    /// Evidence that the direct path is possible.
+    Supports,
+}
+
+impl Reason {
+    pub fn effect(&self) -> Effect {
+        match self {
+            Reason::NoLibcufile { .. }
+            | Reason::NoCuda { .. }
+            | Reason::NoUdev
+            | Reason::Wsl
+            | Reason::ConfigErrors { .. }
+            | Reason::DriverFailed { .. }
+            | Reason::NoDirectIo { .. }
+            | Reason::RegistrationFailed { .. }
+            | Reason::CompatModeDisallowed => Effect::Blocks,
+            Reason::NoDirectPath { .. } | Reason::FilesystemWithoutDirectPath { .. } => {
+                Effect::NoDirectPath
+            }
+            Reason::DirectPath { .. } | Reason::NvidiaFsLoaded { .. } | Reason::DirectIo { .. } => {
+                Effect::Supports
+            }
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::NoLibcufile { error } => f.write_str(error),
+            Reason::NoCuda { cause } => write!(f, "{cause}"),
+            Reason::NoUdev => f.write_str(
+                "/run/udev is missing: cuFile cannot identify filesystems (KvikIO requires it)",
+            ),
+            Reason::Wsl => f.write_str("running under WSL: cuFile is not supported there"),
+            Reason::ConfigErrors {
+                path,
+                errors,
+                first,
+            } => write!(
+                f,
+                "{} has {errors} error(s), so cuFile refuses to start; first: {}",
+                path.as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+                diagnostic_line(first)
+            ),
+            Reason::DriverFailed { error } => write!(f, "the cuFile driver did not open: {error}"),
+            Reason::NoDirectIo { path, error } => write!(
+                f,
+                "{}: O_DIRECT is not supported ({error}); cuFile cannot register files there",
+                path.display()
+            ),
+            Reason::RegistrationFailed { path, error } => write!(
+                f,
+                "cuFile cannot register a file at {}: {error}",
+                path.display()
+            ),
+            Reason::CompatModeDisallowed => f.write_str(
+                "cuFile has no direct path and its compatibility mode is disabled \
+                 (properties.allow_compat_mode is false): cuFile would refuse I/O",
+            ),
+            Reason::NoDirectPath { driver_asked } => write!(
+                f,
+                "nvidia-fs is not loaded ({} missing){}: cuFile has no direct path and can only \
+                 run in its compatibility mode",
+                platform::NVIDIA_FS_VERSION_FILE,
+                if *driver_asked {
+                    " and PCI P2PDMA is not supported"
+                } else {
+                    ""
+                }
+            ),
+            Reason::FilesystemWithoutDirectPath { path, filesystem } => write!(
+                f,
+                "{}: filesystem {filesystem} has no GDS direct path",
+                path.display()
+            ),
+            Reason::DirectPath { via } => write!(f, "cuFile has a direct path: {via}"),
+            Reason::NvidiaFsLoaded { version } => write!(
+                f,
+                "cuFile has a direct path: nvidia-fs {}",
+                version.as_deref().unwrap_or("(version unknown)")
+            ),
+            Reason::DirectIo { path, filesystem } => {
+                write!(f, "{}: {filesystem} with O_DIRECT", path.display())
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Verdict {
     pub kind: VerdictKind,
     /// Every reason behind the verdict, most decisive first.
-    pub reasons: Vec<String>,
+    pub reasons: Vec<Reason>,
 }
 
 /// The full readiness report.
@@ -175,7 +385,7 @@ fn outcome<S, T, E>(result: &Result<T, E>, serializer: S) -> Result<S::Ok, S::Er
 where
     S: serde::Serializer,
     T: Serialize,
-    E: std::fmt::Display,
+    E: fmt::Display,
 {
     use serde::ser::SerializeMap;
     let mut map = serializer.serialize_map(Some(1))?;
@@ -206,10 +416,10 @@ pub fn check_with(path: Option<&Path>, driver: Option<&Driver>) -> Readiness {
     let opened: Result<Driver, DriverFact> = match (driver, &library, &cuda) {
         (Some(d), _, _) => Ok(d.clone()),
         (None, Err(_), _) => Err(DriverFact::NotOpened {
-            reason: "libcufile is not available".into(),
+            reason: NotOpened::NoLibcufile,
         }),
         (None, _, Err(_)) => Err(DriverFact::NotOpened {
-            reason: "no CUDA driver with a GPU (cuFileDriverOpen would never return)".into(),
+            reason: NotOpened::NoCuda,
         }),
         (None, Ok(_), Ok(_)) => Driver::open().map_err(|e| DriverFact::Failed {
             error: e.to_string(),
@@ -219,7 +429,7 @@ pub fn check_with(path: Option<&Path>, driver: Option<&Driver>) -> Readiness {
         Ok(driver) => match driver.properties() {
             Ok(properties) => DriverFact::Opened {
                 direct_path: properties.direct_path(),
-                compat_mode_allowed: properties.control.contains(&"allow_compat_mode"),
+                compat_mode_allowed: properties.compat_mode_allowed(),
                 properties,
                 log: driver.log().clone(),
             },
@@ -233,10 +443,10 @@ pub fn check_with(path: Option<&Path>, driver: Option<&Driver>) -> Readiness {
         let direct_io = platform::direct_io(p);
         let registration = match (&opened, &direct_io) {
             (Err(_), _) => RegistrationFact::NotTried {
-                reason: "the cuFile driver is not open".into(),
+                reason: NotTried::DriverNotOpen,
             },
             (_, DirectIo::Unsupported { .. }) => RegistrationFact::NotTried {
-                reason: "O_DIRECT is not supported here".into(),
+                reason: NotTried::NoDirectIo,
             },
             (Ok(driver), _) => try_register(driver, p),
         };
@@ -302,12 +512,9 @@ fn libcufile_fact(lib: &CuFileLibrary) -> LibcufileFact {
         .features()
         .into_iter()
         .filter(|f| !f.available())
-        .map(|f| {
-            format!(
-                "{} (missing {})",
-                f.feature.description(),
-                f.missing.join(", ")
-            )
+        .map(|f| MissingFeature {
+            feature: f.feature.description(),
+            missing: f.missing,
         })
         .collect();
     LibcufileFact::Loaded {
@@ -362,81 +569,68 @@ impl Facts {
     pub fn verdict(&self) -> Verdict {
         let mut blockers = Vec::new();
         if let LibcufileFact::Missing { reason } = &self.libcufile {
-            blockers.push(reason.clone());
+            blockers.push(Reason::NoLibcufile {
+                error: reason.clone(),
+            });
         }
-        if let Err(reason) = &self.cuda {
-            blockers.push(reason.to_string());
+        if let Err(cause) = &self.cuda {
+            blockers.push(Reason::NoCuda {
+                cause: cause.clone(),
+            });
         }
         if !self.udev {
-            blockers.push(
-                "/run/udev is missing: cuFile cannot identify filesystems (KvikIO requires it)"
-                    .into(),
-            );
+            blockers.push(Reason::NoUdev);
         }
         if self.wsl {
-            blockers.push("running under WSL: cuFile is not supported there".into());
+            blockers.push(Reason::Wsl);
         }
         if let Some(first) = &self.config.first_error {
-            blockers.push(format!(
-                "{} has {} error(s), so cuFile refuses to start; first: {first}",
-                self.config
-                    .location
-                    .path
-                    .as_ref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default(),
-                self.config.errors
-            ));
+            blockers.push(Reason::ConfigErrors {
+                path: self.config.location.path.clone(),
+                errors: self.config.errors,
+                first: first.clone(),
+            });
         }
         if let DriverFact::Failed { error } = &self.driver {
-            blockers.push(format!("the cuFile driver did not open: {error}"));
+            blockers.push(Reason::DriverFailed {
+                error: error.clone(),
+            });
         }
         if let Some(path) = &self.path {
             if let DirectIo::Unsupported { error, .. } = &path.direct_io {
-                blockers.push(format!(
-                    "{}: O_DIRECT is not supported ({error}); cuFile cannot register files there",
-                    path.path.display()
-                ));
+                blockers.push(Reason::NoDirectIo {
+                    path: path.path.clone(),
+                    error: error.clone(),
+                });
             }
             if let RegistrationFact::Failed { error, .. } = &path.registration {
-                blockers.push(format!(
-                    "cuFile cannot register a file at {}: {error}",
-                    path.path.display()
-                ));
+                blockers.push(Reason::RegistrationFailed {
+                    path: path.path.clone(),
+                    error: error.clone(),
+                });
             }
         }
 
         // The driver's view of the direct path wins over /proc when we have it.
         let direct_path = match &self.driver {
-            DriverFact::Opened { direct_path, .. } => direct_path.clone(),
-            _ => self.nvidia_fs.loaded.then(|| {
-                format!(
-                    "nvidia-fs {}",
-                    self.nvidia_fs
-                        .version
-                        .as_deref()
-                        .unwrap_or("(version unknown)")
-                )
+            DriverFact::Opened { direct_path, .. } => {
+                direct_path.map(|via| Reason::DirectPath { via })
+            }
+            _ => self.nvidia_fs.loaded.then(|| Reason::NvidiaFsLoaded {
+                version: self.nvidia_fs.version.clone(),
             }),
         };
         let mut no_direct = Vec::new();
         if direct_path.is_none() {
-            no_direct.push(format!(
-                "nvidia-fs is not loaded ({} missing){}: cuFile has no direct path and can only run in its \
-                 compatibility mode",
-                platform::NVIDIA_FS_VERSION_FILE,
-                if matches!(self.driver, DriverFact::Opened { .. }) { " and PCI P2PDMA is not supported" } else { "" }
-            ));
+            no_direct.push(Reason::NoDirectPath {
+                driver_asked: matches!(self.driver, DriverFact::Opened { .. }),
+            });
             if let DriverFact::Opened {
                 compat_mode_allowed: false,
                 ..
             } = &self.driver
             {
-                blockers.push(
-                    "cuFile has no direct path and its compatibility mode is disabled \
-                     (properties.allow_compat_mode is false): cuFile would refuse I/O"
-                        .into(),
-                );
+                blockers.push(Reason::CompatModeDisallowed);
             }
         }
         if let Some(PathFacts {
@@ -446,11 +640,10 @@ impl Facts {
         }) = &self.path
             && !fs.gds_capable
         {
-            no_direct.push(format!(
-                "{}: filesystem {} has no GDS direct path",
-                path.display(),
-                fs.name
-            ));
+            no_direct.push(Reason::FilesystemWithoutDirectPath {
+                path: path.clone(),
+                filesystem: fs.name.clone(),
+            });
         }
 
         if !blockers.is_empty() {
@@ -466,17 +659,17 @@ impl Facts {
                 reasons: no_direct,
             };
         }
-        let mut reasons = vec![format!(
-            "cuFile has a direct path: {}",
-            direct_path.unwrap_or_default()
-        )];
+        let mut reasons: Vec<Reason> = direct_path.into_iter().collect();
         if let Some(PathFacts {
             path,
             filesystem: Ok(fs),
             ..
         }) = &self.path
         {
-            reasons.push(format!("{}: {} with O_DIRECT", path.display(), fs.name));
+            reasons.push(Reason::DirectIo {
+                path: path.clone(),
+                filesystem: fs.name.clone(),
+            });
         }
         Verdict {
             kind: VerdictKind::DirectPathPossible,
@@ -490,6 +683,7 @@ mod tests {
     use cufile_config::LocationSource;
 
     use super::*;
+    use crate::platform::DirectIoStep;
 
     fn gpu_machine_without_nvidia_fs() -> Facts {
         Facts {
@@ -503,10 +697,10 @@ mod tests {
             cuda: Ok(CudaDriver {
                 library: None,
                 driver_version: 13000,
-                devices: vec!["NVIDIA H200".into()],
+                devices: vec!["NVIDIA GPU".into()],
             }),
             driver: DriverFact::NotOpened {
-                reason: "test".into(),
+                reason: NotOpened::NoCuda,
             },
             nvidia_fs: NvidiaFs {
                 loaded: false,
@@ -523,11 +717,11 @@ mod tests {
         }
     }
 
-    fn opened(direct_path: Option<&str>, compat_mode_allowed: bool) -> DriverFact {
+    fn opened(direct_path: Option<DirectPath>, compat_mode_allowed: bool) -> DriverFact {
         let raw = cufile_sys::bindings::CUfileDrvProps_t::default();
         DriverFact::Opened {
             properties: DriverProperties::from_raw(&raw),
-            direct_path: direct_path.map(String::from),
+            direct_path,
             compat_mode_allowed,
             log: LogLocation::Redirected {
                 path: "/tmp/kvik-0/cufile-1.log".into(),
@@ -544,24 +738,48 @@ mod tests {
         })
     }
 
-    const SUPPORTED: fn() -> DirectIo = || DirectIo::Supported {
-        probe: "opened with O_DIRECT and read 4 KiB".into(),
+    const SUPPORTED: DirectIo = DirectIo::Supported {
+        probe: DirectIoStep::Read,
     };
+
+    /// The verdict, checked against the effects of its reasons: POSIX only
+    /// exactly when a reason blocks cuFile, compat mode only when a reason
+    /// denies the direct path and none blocks.
+    fn judged(facts: &Facts) -> Verdict {
+        let v = facts.verdict();
+        let has = |effect| v.reasons.iter().any(|r| r.effect() == effect);
+        let expected = if has(Effect::Blocks) {
+            VerdictKind::PosixOnly
+        } else if has(Effect::NoDirectPath) {
+            VerdictKind::CompatModeOnly
+        } else {
+            VerdictKind::DirectPathPossible
+        };
+        assert_eq!(v.kind, expected, "{v:?}");
+        assert!(!v.reasons.is_empty());
+        v
+    }
 
     #[test]
     fn gpu_without_nvidia_fs_is_compat_mode_only() {
-        let v = gpu_machine_without_nvidia_fs().verdict();
+        let v = judged(&gpu_machine_without_nvidia_fs());
         assert_eq!(v.kind, VerdictKind::CompatModeOnly);
-        assert_eq!(v.reasons.len(), 1);
-        assert!(v.reasons[0].contains("nvidia-fs is not loaded"), "{v:?}");
+        assert_eq!(
+            v.reasons,
+            [Reason::NoDirectPath {
+                driver_asked: false
+            }]
+        );
 
         let mut with_driver = gpu_machine_without_nvidia_fs();
         with_driver.driver = opened(None, true);
-        let v = with_driver.verdict();
+        let v = judged(&with_driver);
         assert_eq!(v.kind, VerdictKind::CompatModeOnly);
+        assert_eq!(v.reasons, [Reason::NoDirectPath { driver_asked: true }]);
         assert!(
-            v.reasons[0].contains("PCI P2PDMA is not supported"),
-            "{v:?}"
+            v.reasons[0]
+                .to_string()
+                .contains("PCI P2PDMA is not supported")
         );
     }
 
@@ -583,53 +801,80 @@ mod tests {
         });
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(facts.config.errors, 1);
-        let v = facts.verdict();
+        let v = judged(&facts);
         assert_eq!(v.kind, VerdictKind::PosixOnly);
-        assert!(
-            v.reasons[0].contains("execution.max_request_parallelism"),
-            "{v:?}"
-        );
-        assert!(v.reasons[0].contains("2:"), "names the line: {v:?}");
+        match &v.reasons[0] {
+            Reason::ConfigErrors {
+                path,
+                errors: 1,
+                first,
+            } => {
+                assert_eq!(path.as_ref(), Some(&file));
+                assert_eq!(first.path, "execution.max_request_parallelism");
+                assert_eq!(first.line, 2, "names the line");
+            }
+            other => panic!("expected the config's errors first, got {other:?}"),
+        }
     }
 
     #[test]
     fn compat_mode_disabled_without_a_direct_path_means_posix_only() {
         let mut facts = gpu_machine_without_nvidia_fs();
         facts.driver = opened(None, false);
-        let v = facts.verdict();
+        let v = judged(&facts);
         assert_eq!(v.kind, VerdictKind::PosixOnly);
-        assert!(v.reasons[0].contains("allow_compat_mode is false"), "{v:?}");
+        assert_eq!(
+            v.reasons,
+            [
+                Reason::CompatModeDisallowed,
+                Reason::NoDirectPath { driver_asked: true }
+            ]
+        );
     }
 
     #[test]
     fn p2pdma_per_the_driver_is_a_direct_path() {
         let mut facts = gpu_machine_without_nvidia_fs();
-        facts.driver = opened(Some("PCI P2PDMA"), false);
+        facts.driver = opened(Some(DirectPath::PciP2pDma), false);
         facts.path = ext4_path(
-            SUPPORTED(),
+            SUPPORTED,
             RegistrationFact::Registered {
                 file: "/data/model.bin".into(),
             },
         );
-        let v = facts.verdict();
+        let v = judged(&facts);
         assert_eq!(v.kind, VerdictKind::DirectPathPossible, "{v:?}");
-        assert!(v.reasons[0].contains("PCI P2PDMA"));
+        assert_eq!(
+            v.reasons,
+            [
+                Reason::DirectPath {
+                    via: DirectPath::PciP2pDma
+                },
+                Reason::DirectIo {
+                    path: "/data/model.bin".into(),
+                    filesystem: "ext4".into()
+                }
+            ]
+        );
     }
 
     #[test]
     fn cpu_machine_is_posix_only_with_every_reason() {
         let mut facts = gpu_machine_without_nvidia_fs();
-        facts.cuda = Err(CudaUnavailable::LibraryMissing {
+        let cause = CudaUnavailable::LibraryMissing {
             message: "libcuda.so.1: cannot open shared object file".into(),
-        });
-        let v = facts.verdict();
+        };
+        facts.cuda = Err(cause.clone());
+        let v = judged(&facts);
         assert_eq!(v.kind, VerdictKind::PosixOnly);
-        assert!(v.reasons[0].contains("no CUDA driver"), "{v:?}");
-        assert!(
-            v.reasons
-                .iter()
-                .any(|r| r.contains("nvidia-fs is not loaded")),
-            "{v:?}"
+        assert_eq!(
+            v.reasons,
+            [
+                Reason::NoCuda { cause },
+                Reason::NoDirectPath {
+                    driver_asked: false
+                }
+            ]
         );
     }
 
@@ -638,28 +883,32 @@ mod tests {
         let mut facts = gpu_machine_without_nvidia_fs();
         facts.udev = false;
         facts.wsl = true;
-        let v = facts.verdict();
+        let v = judged(&facts);
         assert_eq!(v.kind, VerdictKind::PosixOnly);
-        assert!(v.reasons[0].contains("/run/udev"));
-        assert!(v.reasons[1].contains("WSL"));
+        assert_eq!(v.reasons[..2], [Reason::NoUdev, Reason::Wsl]);
     }
 
     #[test]
     fn a_failed_registration_blocks_the_path_with_its_explanation() {
         let mut facts = gpu_machine_without_nvidia_fs();
         facts.driver = opened(None, true);
+        let error = "cuFileHandleRegister failed: 5027 …; udev property not found: ID_FS_USAGE vda";
         facts.path = ext4_path(
-            SUPPORTED(),
+            SUPPORTED,
             RegistrationFact::Failed {
                 file: "/data/model.bin".into(),
-                error:
-                    "cuFileHandleRegister failed: 5027 …; udev property not found: ID_FS_USAGE vda"
-                        .into(),
+                error: error.into(),
             },
         );
-        let v = facts.verdict();
+        let v = judged(&facts);
         assert_eq!(v.kind, VerdictKind::PosixOnly);
-        assert!(v.reasons[0].contains("udev property not found"), "{v:?}");
+        assert_eq!(
+            v.reasons[0],
+            Reason::RegistrationFailed {
+                path: "/data/model.bin".into(),
+                error: error.into()
+            }
+        );
     }
 
     #[test]
@@ -670,28 +919,103 @@ mod tests {
             version: Some("version: 2.26".into()),
         };
         facts.path = ext4_path(
-            SUPPORTED(),
+            SUPPORTED,
             RegistrationFact::NotTried {
-                reason: "test".into(),
+                reason: NotTried::DriverNotOpen,
             },
         );
-        let v = facts.verdict();
+        let v = judged(&facts);
         assert_eq!(v.kind, VerdictKind::DirectPathPossible, "{v:?}");
+        assert_eq!(
+            v.reasons[0],
+            Reason::NvidiaFsLoaded {
+                version: Some("version: 2.26".into())
+            }
+        );
 
         // The same machine, but the file lives on tmpfs.
         let mut on_tmpfs = facts.clone();
         on_tmpfs.path.as_mut().unwrap().filesystem =
             Ok(platform::filesystem_from_magic(0x0102_1994));
-        assert_eq!(on_tmpfs.verdict().kind, VerdictKind::CompatModeOnly);
+        let v = judged(&on_tmpfs);
+        assert_eq!(v.kind, VerdictKind::CompatModeOnly);
+        assert_eq!(
+            v.reasons,
+            [Reason::FilesystemWithoutDirectPath {
+                path: "/data/model.bin".into(),
+                filesystem: "tmpfs".into()
+            }]
+        );
 
         // And a filesystem that refuses O_DIRECT.
         let mut no_odirect = facts;
         no_odirect.path.as_mut().unwrap().direct_io = DirectIo::Unsupported {
-            probe: "opened".into(),
+            probe: DirectIoStep::Open,
             errno: libc::EINVAL,
             error: "Invalid argument".into(),
         };
-        assert_eq!(no_odirect.verdict().kind, VerdictKind::PosixOnly);
+        let v = judged(&no_odirect);
+        assert_eq!(v.kind, VerdictKind::PosixOnly);
+        assert_eq!(
+            v.reasons[0],
+            Reason::NoDirectIo {
+                path: "/data/model.bin".into(),
+                error: "Invalid argument".into()
+            }
+        );
+    }
+
+    #[test]
+    fn reasons_serialize_with_a_stable_kind_and_read_as_sentences() {
+        let reasons = [
+            (Reason::NoUdev, "no_udev"),
+            (Reason::Wsl, "wsl"),
+            (Reason::CompatModeDisallowed, "compat_mode_disallowed"),
+            (
+                Reason::NoDirectPath { driver_asked: true },
+                "no_direct_path",
+            ),
+            (
+                Reason::DirectPath {
+                    via: DirectPath::NvidiaFs {
+                        major: 2,
+                        minor: 26,
+                    },
+                },
+                "direct_path",
+            ),
+            (
+                Reason::NoCuda {
+                    cause: CudaUnavailable::NoDevice {
+                        driver_version: "13.0".into(),
+                    },
+                },
+                "no_cuda",
+            ),
+        ];
+        for (reason, kind) in reasons {
+            let json = serde_json::to_value(&reason).unwrap();
+            assert_eq!(json["kind"], kind, "{json}");
+            let text = reason.to_string();
+            assert!(!text.is_empty() && !text.contains('{'), "{text}");
+        }
+        let json = serde_json::to_value(Reason::DirectPath {
+            via: DirectPath::NvidiaFs {
+                major: 2,
+                minor: 26,
+            },
+        })
+        .unwrap();
+        assert_eq!(json["via"]["kind"], "nvidia_fs");
+        assert_eq!(json["via"]["minor"], 26);
+        let fact = serde_json::to_value(DriverFact::NotOpened {
+            reason: NotOpened::NoCuda,
+        })
+        .unwrap();
+        assert_eq!(
+            fact,
+            serde_json::json!({"status": "not_opened", "reason": "no_cuda"})
+        );
     }
 
     #[test]
@@ -702,14 +1026,30 @@ mod tests {
         assert_ne!(report.verdict.kind, VerdictKind::DirectPathPossible);
         if cuda::probe().is_err() {
             assert!(
-                matches!(report.driver, DriverFact::NotOpened { .. }),
+                matches!(
+                    report.driver,
+                    DriverFact::NotOpened {
+                        reason: NotOpened::NoCuda | NotOpened::NoLibcufile
+                    }
+                ),
                 "{:?}",
                 report.driver
             );
-            assert!(matches!(
+            assert_eq!(
                 report.path.unwrap().registration,
-                RegistrationFact::NotTried { .. }
-            ));
+                RegistrationFact::NotTried {
+                    reason: NotTried::DriverNotOpen
+                }
+            );
+            assert!(
+                report
+                    .verdict
+                    .reasons
+                    .iter()
+                    .any(|r| matches!(r, Reason::NoCuda { .. })),
+                "{:?}",
+                report.verdict
+            );
         }
     }
 }

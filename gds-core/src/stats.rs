@@ -154,6 +154,7 @@ impl StatsSnapshot {
             });
         }
         let lib = driver.library();
+        let _open = driver.enter("cuFileGetStats")?;
         let version = lib
             .version()
             .map_err(|reason| Error::StatsUnavailable { reason })?;
@@ -212,7 +213,8 @@ impl StatsSnapshot {
 /// Reset all counters to zero.
 pub fn reset(driver: &Driver) -> Result<()> {
     let reset = cufile_fn!(driver.library(), cuFileStatsReset)?;
-    // SAFETY: no arguments; the driver is open.
+    let _open = driver.enter("cuFileStatsReset")?;
+    // SAFETY: no arguments; the driver is open (held by `_open`).
     let status = unsafe { reset() };
     if status.is_success() {
         Ok(())

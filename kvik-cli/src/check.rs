@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use cufile_config::LocationSource;
 use gds_core::log::LogLocation;
-use gds_core::platform::DirectIo;
 use gds_core::readiness::{self, DriverFact, LibcufileFact, Readiness, RegistrationFact};
 
 use crate::CliError;
@@ -104,7 +103,9 @@ pub fn render(r: &Readiness) -> String {
             } => {
                 let mut text = format!(
                     "opened: direct path {}, compat mode {}",
-                    direct_path.as_deref().unwrap_or("none"),
+                    direct_path
+                        .map(|path| path.to_string())
+                        .unwrap_or_else(|| "none".into()),
                     if *compat_mode_allowed {
                         "allowed"
                     } else {
@@ -112,11 +113,7 @@ pub fn render(r: &Readiness) -> String {
                     }
                 );
                 if !properties.supported_storage.is_empty() {
-                    let _ = write!(
-                        text,
-                        "\nstorage: {}",
-                        properties.supported_storage.join(", ")
-                    );
+                    let _ = write!(text, "\nstorage: {}", properties.supported_storage);
                 }
                 let _ = write!(text, "\nlog: {}", describe_log(log));
                 text
@@ -170,7 +167,7 @@ pub fn render(r: &Readiness) -> String {
             let _ = write!(text, "\nvalidation: {summary}");
         }
         if let Some(first) = &r.config.first_error {
-            let _ = write!(text, "\nfirst error: {first}");
+            let _ = write!(text, "\nfirst error: {}", readiness::diagnostic_line(first));
         }
         if let Some(e) = &r.config.read_error {
             let _ = write!(text, "\ncannot read: {e}");
@@ -196,13 +193,7 @@ pub fn render(r: &Readiness) -> String {
             Ok(fs) => format!("{} (statfs magic 0x{:x})", fs.name, fs.magic),
             Err(e) => format!("filesystem unknown: {e}"),
         };
-        let direct = match &p.direct_io {
-            DirectIo::Supported { probe } => format!("O_DIRECT works ({probe})"),
-            DirectIo::Unsupported { probe, error, .. } => {
-                format!("O_DIRECT refused ({probe}: {error})")
-            }
-            DirectIo::Unknown { reason } => format!("O_DIRECT not checked: {reason}"),
-        };
+        let direct = &p.direct_io;
         let registration = match &p.registration {
             RegistrationFact::Registered { file } => {
                 format!("cuFile registered {}", file.display())
@@ -233,5 +224,120 @@ fn describe_log(log: &LogLocation) -> String {
         LogLocation::ConfigDir { dir } => format!("in {} (logging.dir)", dir.display()),
         LogLocation::Redirected { path } => path.display().to_string(),
         LogLocation::WorkingDirectory { path } => format!("{} (cuFile's default)", path.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cufile_config::{ConfigLocation, LocationSource};
+    use gds_core::driver::{
+        ControlFlags, DirectPath, DriverProperties, FeatureFlags, StorageFlags,
+    };
+    use gds_core::platform::{DirectIo, DirectIoStep, NvidiaFs};
+    use gds_core::readiness::{ConfigFact, DriverFact, Facts, LibcufileFact, PathFacts};
+
+    use super::*;
+
+    /// A GPU machine with nvidia-fs, and a cufile.json with one error.
+    fn facts(config: &std::path::Path) -> Facts {
+        Facts {
+            libcufile: LibcufileFact::Loaded {
+                path: "/usr/local/cuda/lib64/libcufile.so.1.15.1".into(),
+                found_by: "default search".into(),
+                version: Some("1.15".into()),
+                version_error: None,
+                missing_features: vec![],
+            },
+            cuda: Ok(gds_core::cuda::CudaDriver {
+                library: None,
+                driver_version: 13000,
+                devices: vec!["GPU 0".into()],
+            }),
+            driver: DriverFact::Opened {
+                properties: DriverProperties {
+                    nvfs_version: Some((2, 26)),
+                    poll_threshold_size: 4,
+                    max_direct_io_size: 16384,
+                    supported_storage: StorageFlags::NVME | StorageFlags::NFS,
+                    control: ControlFlags::ALLOW_COMPAT_MODE,
+                    features: FeatureFlags::BATCH_IO,
+                    max_device_cache_size: 0,
+                    per_buffer_cache_size: 0,
+                    max_device_pinned_mem_size: 0,
+                    max_batch_io_size: 0,
+                    max_batch_io_timeout_msecs: 0,
+                },
+                direct_path: Some(DirectPath::NvidiaFs {
+                    major: 2,
+                    minor: 26,
+                }),
+                compat_mode_allowed: true,
+                log: LogLocation::Redirected {
+                    path: "/tmp/kvik-0/cufile-1.log".into(),
+                },
+            },
+            nvidia_fs: NvidiaFs {
+                loaded: true,
+                version: Some("2.26".into()),
+            },
+            udev: true,
+            wsl: false,
+            config: ConfigFact::read(ConfigLocation {
+                source: LocationSource::Environment,
+                path: Some(config.to_path_buf()),
+                exists: true,
+            }),
+            path: Some(PathFacts {
+                path: "/data".into(),
+                filesystem: Ok(gds_core::platform::filesystem_from_magic(0xEF53)),
+                direct_io: DirectIo::Supported {
+                    probe: DirectIoStep::Write,
+                },
+                registration: RegistrationFact::Registered {
+                    file: "/data/.kvik-register-probe-1".into(),
+                },
+            }),
+        }
+    }
+
+    #[test]
+    fn typed_facts_print_as_sentences() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("cufile.json");
+        std::fs::write(
+            &config,
+            "{\n  \"execution\": { \"max_io_threads\": -1 }\n}\n",
+        )
+        .unwrap();
+        let text = render(&facts(&config).into_readiness());
+        for line in [
+            "  cuFile driver opened: direct path nvidia-fs 2.26, compat mode allowed",
+            "                storage: nfs, nvme",
+            "                O_DIRECT works (created a file with O_DIRECT and wrote 4 KiB)",
+            "                cuFile registered /data/.kvik-register-probe-1",
+            "verdict: POSIX only",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "no line {line:?} in:\n{text}"
+            );
+        }
+        let first_error = text
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix("first error: "))
+            .expect("the config's first error");
+        assert!(first_error.starts_with("2:"), "{first_error}");
+        assert!(
+            first_error.contains("execution.max_io_threads = "),
+            "{first_error}"
+        );
+        let reason = text
+            .lines()
+            .find_map(|l| l.strip_prefix("  - "))
+            .expect("a reason");
+        assert!(
+            reason.contains("has 1 error(s), so cuFile refuses to start"),
+            "{reason}"
+        );
     }
 }

@@ -529,10 +529,10 @@ fn this_machine(
 ) -> ThisMachine {
     let verdict = facts.verdict.kind;
     let refuse = |mut reasons: Vec<String>| {
-        for reason in &here.evidence {
+        for reason in here.evidence.iter().map(ToString::to_string) {
             // The first reason may already quote the CUDA probe.
             if !reasons.iter().any(|r| r.contains(reason.as_str())) {
-                reasons.push(reason.clone());
+                reasons.push(reason);
             }
         }
         ThisMachine {

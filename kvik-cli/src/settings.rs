@@ -1,5 +1,6 @@
 //! `kvik settings [--json]`: each effective KvikIO setting, its value and
-//! where it came from (default or environment). A bad `KVIKIO_*` value
+//! where it came from (default or environment), with its variables, default
+//! and rule — all from kvik-policy's one declaration of each setting. A bad `KVIKIO_*` value
 //! never gets here: every command exits 2 with it first (see main.rs).
 
 use kvik_policy::Settings;
@@ -36,10 +37,11 @@ pub fn render(settings: &Settings) -> String {
         );
         let _ = writeln!(
             out,
-            "  {:<21} {}; default {}",
+            "  {:<21} {}; default {}; {}",
             "",
             view.variables.join(" or "),
-            view.default
+            view.default,
+            view.rule
         );
     }
     out

@@ -106,21 +106,26 @@ fn without_a_cuda_driver_the_verdict_is_posix_only_with_reasons() {
     }
     let v = json(&kvik(&["check", "--json"]));
     assert_eq!(v["verdict"]["kind"], "posix_only");
-    let reasons: Vec<&str> = v["verdict"]["reasons"]
-        .as_array()
-        .unwrap()
+    let reasons = v["verdict"]["reasons"].as_array().unwrap();
+    let kinds: Vec<&str> = reasons
         .iter()
-        .map(|r| r.as_str().unwrap())
+        .map(|r| r["kind"].as_str().expect("every reason has a kind"))
         .collect();
+    assert!(kinds.contains(&"no_cuda"), "{kinds:?}");
+    assert!(kinds.contains(&"no_direct_path"), "{kinds:?}");
+    let no_cuda = reasons.iter().find(|r| r["kind"] == "no_cuda").unwrap();
+    assert_eq!(no_cuda["cause"]["kind"], "library_missing", "{no_cuda}");
     assert!(
-        reasons.iter().any(|r| r.contains("no CUDA driver")),
-        "{reasons:?}"
+        no_cuda["cause"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("libcuda.so.1")
     );
+    assert_eq!(v["driver"]["status"], "not_opened");
     assert!(
-        reasons
-            .iter()
-            .any(|r| r.contains("nvidia-fs is not loaded")),
-        "{reasons:?}"
+        ["no_cuda", "no_libcufile"].contains(&v["driver"]["reason"].as_str().unwrap()),
+        "{}",
+        v["driver"]
     );
     assert!(
         v["cuda"]["error"]

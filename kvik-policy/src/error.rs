@@ -137,6 +137,11 @@ pub enum Error {
         source: Box<gds_core::Error>,
     },
 
+    /// A background request's result was asked for again after it had been
+    /// taken (by `try_wait`, `wait` or `.await`): it is handed out once.
+    #[error("the result of this request was already taken (by try_wait, wait or .await)")]
+    ResultTaken,
+
     /// The I/O thread pool could not start.
     #[error("cannot start the I/O thread pool with {threads} threads: {source}")]
     ThreadPool {

@@ -6,6 +6,10 @@
 //! stop the request (a `pwrite` you drop still writes); it only drops the
 //! result.
 //!
+//! The result is handed out once: by [`PendingIo::try_wait`], by
+//! [`PendingIo::wait`], or by `.await`. Asked for again after that, each of
+//! them answers [`Error::ResultTaken`] (never a panic, never a second copy).
+//!
 //! A panic inside the request (a bug) is caught on the pool and raised again
 //! in whoever takes the result, as `JoinHandle::join` hands a thread's panic
 //! on; left on the pool it would abort the process.
@@ -18,7 +22,7 @@ use std::time::Duration;
 
 use rayon::ThreadPool;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::file_handle::Transfer;
 
 /// A request in flight. `B` is the buffer it hands back.
@@ -104,10 +108,12 @@ impl<B> PendingIo<B> {
         !matches!(*self.shared.lock(), State::Running(_))
     }
 
-    /// The result if the request has finished, without blocking.
+    /// The result if the request has finished, without blocking: `None`
+    /// while it runs. Once the result has been taken (here or by `.await`),
+    /// `Some(Err(Error::ResultTaken))`.
     ///
     /// # Panics
-    /// When the result was already taken, or the request panicked.
+    /// When the request panicked (its panic goes on here).
     pub fn try_wait(&mut self) -> Option<Result<(B, Transfer)>> {
         let mut state = self.shared.lock();
         take_finished(&mut state)
@@ -120,9 +126,11 @@ impl<B> PendingIo<B> {
     /// runs pending pool work (ours included) instead of sleeping, so a pool
     /// of one thread cannot deadlock.
     ///
-    /// # Panics
     /// When the result was already taken (through `try_wait` or `.await`),
-    /// or the request panicked (its panic goes on here).
+    /// [`Error::ResultTaken`].
+    ///
+    /// # Panics
+    /// When the request panicked (its panic goes on here).
     pub fn wait(self) -> Result<(B, Transfer)> {
         let in_pool = self
             .pool
@@ -167,15 +175,16 @@ impl<B> PendingIo<B> {
     }
 }
 
+/// The result once finished (`None` while running), leaving `Taken`.
 fn take_finished<B>(state: &mut State<B>) -> Option<Result<(B, Transfer)>> {
-    match state {
-        State::Running(_) => None,
-        State::Finished(_) => match std::mem::replace(state, State::Taken) {
-            State::Finished(Ok(result)) => Some(*result),
-            State::Finished(Err(panic)) => std::panic::resume_unwind(panic),
-            _ => unreachable!(),
-        },
-        State::Taken => panic!("the result of this PendingIo was already taken"),
+    if matches!(state, State::Running(_)) {
+        return None;
+    }
+    match std::mem::replace(state, State::Taken) {
+        State::Finished(Ok(result)) => Some(*result),
+        State::Finished(Err(panic)) => std::panic::resume_unwind(panic),
+        State::Taken => Some(Err(Error::ResultTaken)),
+        State::Running(_) => unreachable!("checked above"),
     }
 }
 
@@ -194,3 +203,92 @@ impl<B> Future for PendingIo<B> {
 
 // PendingIo holds no pinned data.
 impl<B> Unpin for PendingIo<B> {}
+
+#[cfg(test)]
+mod tests {
+    use std::task::Waker;
+
+    use super::*;
+
+    fn refused() -> Error {
+        Error::InvalidSetting {
+            setting: "task_size",
+            value: "0".into(),
+            rule: "must be greater than 0",
+        }
+    }
+
+    fn poll<B>(pending: &mut PendingIo<B>) -> Poll<Result<(B, Transfer)>> {
+        Pin::new(pending).poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    fn is_taken<B>(result: Option<Result<(B, Transfer)>>) -> bool {
+        matches!(result, Some(Err(Error::ResultTaken)))
+    }
+
+    #[test]
+    fn try_wait_hands_the_result_out_once_then_says_taken() {
+        let mut pending = PendingIo::<Vec<u8>>::ready(Err(refused()));
+        assert!(pending.is_finished());
+        assert!(matches!(
+            pending.try_wait(),
+            Some(Err(Error::InvalidSetting { .. }))
+        ));
+        assert!(is_taken(pending.try_wait()));
+        assert!(is_taken(pending.try_wait()));
+        assert!(matches!(
+            poll(&mut pending),
+            Poll::Ready(Err(Error::ResultTaken))
+        ));
+        assert!(matches!(pending.wait(), Err(Error::ResultTaken)));
+    }
+
+    #[test]
+    fn await_then_try_wait_or_wait_says_taken() {
+        let mut pending = PendingIo::<Vec<u8>>::ready(Err(refused()));
+        assert!(matches!(
+            poll(&mut pending),
+            Poll::Ready(Err(Error::InvalidSetting { .. }))
+        ));
+        assert!(is_taken(pending.try_wait()));
+        assert!(matches!(pending.wait_exact(), Err(Error::ResultTaken)));
+    }
+
+    #[test]
+    fn a_request_on_the_pool_is_taken_once() {
+        let pool = crate::thread_pool::get(1).unwrap();
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let mut pending = PendingIo::<Vec<u8>>::spawn(pool, move || {
+            gate.recv().unwrap();
+            Err(refused())
+        });
+        assert!(pending.try_wait().is_none(), "still running");
+        assert!(poll(&mut pending).is_pending());
+        release.send(()).unwrap();
+        let first = loop {
+            if let Some(result) = pending.try_wait() {
+                break result;
+            }
+            std::thread::yield_now();
+        };
+        assert!(matches!(first, Err(Error::InvalidSetting { .. })));
+        assert!(matches!(pending.wait(), Err(Error::ResultTaken)));
+    }
+
+    #[test]
+    fn a_panic_goes_on_once_then_the_result_is_taken() {
+        let pool = crate::thread_pool::get(1).unwrap();
+        let mut pending = PendingIo::<Vec<u8>>::spawn(pool, || panic!("a bug inside the request"));
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            loop {
+                if pending.try_wait().is_some() {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+        }));
+        assert!(panicked.is_err(), "the request's panic reaches the caller");
+        assert!(is_taken(pending.try_wait()));
+        assert!(matches!(pending.wait(), Err(Error::ResultTaken)));
+    }
+}

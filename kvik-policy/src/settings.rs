@@ -1,29 +1,36 @@
 //! `Settings`: KvikIO's knobs, read once from the `KVIKIO_*` environment,
 //! overridable through the API, each value kept with where it came from.
 //!
-//! | setting | variable | default | rule |
-//! |---|---|---|---|
-//! | compat_mode | `KVIKIO_COMPAT_MODE` | AUTO | on/true/yes/1, off/false/no/0, auto |
-//! | num_threads | `KVIKIO_NTHREADS` (alias `KVIKIO_NUM_THREADS`) | available cores, at most 16 | > 0 |
-//! | task_size | `KVIKIO_TASK_SIZE` | 4 MiB | > 0 |
-//! | gds_threshold | `KVIKIO_GDS_THRESHOLD` | 16 KiB | ≥ 0 |
-//! | bounce_buffer_size | `KVIKIO_BOUNCE_BUFFER_SIZE` | 16 MiB | > 0 |
-//! | auto_direct_io_read | `KVIKIO_AUTO_DIRECT_IO_READ` | false | boolean |
-//! | auto_direct_io_write | `KVIKIO_AUTO_DIRECT_IO_WRITE` | true | boolean |
+//! Every setting is declared once, in one `declare_settings!` table in this
+//! file: its field and default, getter and setter, its variables, how its
+//! text is read (`settings/kind.rs`), its rule, its line in [`SETTINGS`]
+//! (which lists them all) and in `describe`, and its key when serialized
+//! all follow from that one entry. `kvik settings` prints the same table
+//! with the values in force.
 //!
 //! Where we differ from KvikIO, on purpose:
 //! * sizes also take units (`4MiB`, `16KiB`), and junk is an error naming the
 //!   variable and the value — KvikIO reads `KVIKIO_TASK_SIZE=4MiB` as 4 bytes;
 //! * `num_threads` defaults to the available cores (at most 16), not 1: one
-//!   thread reads a page-cached file at a sixth of what 16 do (SPEC §7);
+//!   thread reads a page-cached file at about a sixth of the rate 16 reach;
+//! * `num_threads` is at most [`MAX_THREADS`], and HTTP status codes must be
+//!   ones HTTP defines (100 to 599; KvikIO takes any three digits);
 //! * every bad variable is reported at once, not only the first.
 
 use std::ffi::OsString;
 use std::fmt;
-use std::sync::{OnceLock, RwLock};
 
+use crate::CompatMode;
 use crate::error::{Error, Result};
-use crate::{CompatMode, parse_size};
+
+#[macro_use]
+mod declare;
+mod global;
+mod kind;
+
+pub use global::ScopedSettings;
+pub use kind::parse_bool;
+use kind::{Bytes, Compat, Count, Flag, Kind, Seconds, StatusCodes};
 
 /// The most threads the default picks, whatever the core count (KvikIO's
 /// measurements flatten out past 16).
@@ -34,6 +41,110 @@ pub const DEFAULT_MAX_THREADS: usize = 16;
 /// gigabytes of stacks) before the first read; past a few hundred, threads
 /// only add contention on any storage there is.
 pub const MAX_THREADS: usize = 1024;
+
+declare_settings! {
+    /// How device-memory requests are served: `ON` never uses cuFile (POSIX
+    /// only), `OFF` always uses cuFile (an error where it cannot), `AUTO`
+    /// uses cuFile where it has a direct path and POSIX elsewhere.
+    compat_mode: CompatMode => CompatMode {
+        set: set_compat_mode,
+        variables: ["KVIKIO_COMPAT_MODE"],
+        default: CompatMode::Auto => "AUTO",
+        kind: Compat,
+        rule: "on/true/yes/1 → ON, off/false/no/0 → OFF, auto → AUTO (any case)",
+        example: "on",
+    }
+    /// Threads in the pool that runs a request's tasks.
+    num_threads: usize => usize {
+        set: set_num_threads,
+        variables: ["KVIKIO_NTHREADS", "KVIKIO_NUM_THREADS"],
+        default: default_num_threads() => "available cores, at most 16",
+        kind: Count,
+        check: kind::thread_count,
+        rule: "a whole number from 1 to 1024",
+        example: "17",
+    }
+    /// The size requests are cut into: each task moves at most this much.
+    task_size: u64 => u64 {
+        set: set_task_size,
+        variables: ["KVIKIO_TASK_SIZE"],
+        default: 4 << 20 => "4 MiB",
+        kind: Bytes,
+        check: kind::positive,
+        rule: "a size > 0 (bytes, or 4MiB, 512KiB, …)",
+        example: "1MiB",
+    }
+    /// Device-memory requests smaller than this skip cuFile.
+    gds_threshold: u64 => u64 {
+        set: set_gds_threshold,
+        variables: ["KVIKIO_GDS_THRESHOLD"],
+        default: 16 << 10 => "16 KiB",
+        kind: Bytes,
+        rule: "a size ≥ 0",
+        example: "0",
+    }
+    /// The size of each bounce buffer that stages device memory through the host.
+    bounce_buffer_size: u64 => u64 {
+        set: set_bounce_buffer_size,
+        variables: ["KVIKIO_BOUNCE_BUFFER_SIZE"],
+        default: 16 << 20 => "16 MiB",
+        kind: Bytes,
+        check: kind::positive,
+        rule: "a size > 0",
+        example: "32MiB",
+    }
+    /// Host reads use O_DIRECT for their page-aligned middle.
+    auto_direct_io_read: bool => bool {
+        set: set_auto_direct_io_read,
+        variables: ["KVIKIO_AUTO_DIRECT_IO_READ"],
+        default: false => "false",
+        kind: Flag,
+        rule: "true/on/yes/1 or false/off/no/0",
+        example: "yes",
+    }
+    /// Host writes use O_DIRECT for their page-aligned middle.
+    auto_direct_io_write: bool => bool {
+        set: set_auto_direct_io_write,
+        variables: ["KVIKIO_AUTO_DIRECT_IO_WRITE"],
+        default: true => "true",
+        kind: Flag,
+        rule: "true/on/yes/1 or false/off/no/0",
+        example: "off",
+    }
+    /// Remote reads: how many times a request is tried (the first attempt
+    /// included) while the server answers with one of
+    /// [`Settings::http_status_codes`].
+    http_max_attempts: usize => usize {
+        set: set_http_max_attempts,
+        variables: ["KVIKIO_HTTP_MAX_ATTEMPTS"],
+        default: 3 => "3",
+        kind: Count,
+        check: kind::positive,
+        rule: "a whole number > 0",
+        example: "5",
+    }
+    /// Remote reads: the time, in seconds, one transfer may take.
+    http_timeout: u64 => u64 {
+        set: set_http_timeout,
+        variables: ["KVIKIO_HTTP_TIMEOUT"],
+        default: 60 => "60 seconds",
+        kind: Seconds,
+        check: kind::positive,
+        rule: "whole seconds > 0",
+        example: "10",
+    }
+    /// Remote reads: the HTTP status codes after which a request is tried
+    /// again (up to [`Settings::http_max_attempts`] attempts).
+    http_status_codes: Vec<u16> => &[u16] {
+        set: set_http_status_codes,
+        variables: ["KVIKIO_HTTP_STATUS_CODES"],
+        default: vec![429, 500, 502, 503, 504] => "429,500,502,503,504",
+        kind: StatusCodes,
+        check: kind::http_status_codes,
+        rule: "three-digit HTTP status codes (100 to 599) separated by commas",
+        example: "429,503",
+    }
+}
 
 /// Where a setting's value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -111,74 +222,18 @@ impl fmt::Display for EnvProblem {
     }
 }
 
-/// The effective KvikIO settings. Cheap to clone; every request takes a
-/// snapshot.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Settings {
-    compat_mode: Setting<CompatMode>,
-    num_threads: Setting<usize>,
-    task_size: Setting<u64>,
-    gds_threshold: Setting<u64>,
-    bounce_buffer_size: Setting<u64>,
-    auto_direct_io_read: Setting<bool>,
-    auto_direct_io_write: Setting<bool>,
-}
-
 /// How a setting is named, where it is read from and what it must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SettingInfo {
     pub name: &'static str,
-    /// The environment variables, the main one first.
+    /// The environment variables, the main one first, then its aliases.
     pub variables: &'static [&'static str],
     pub default: &'static str,
     pub rule: &'static str,
+    /// A valid value other than the default, as it would be written in the
+    /// environment.
+    pub example: &'static str,
 }
-
-/// Every setting, in the order `kvik settings` prints them.
-pub const SETTINGS: [SettingInfo; 7] = [
-    SettingInfo {
-        name: "compat_mode",
-        variables: &["KVIKIO_COMPAT_MODE"],
-        default: "AUTO",
-        rule: "on/true/yes/1 → ON, off/false/no/0 → OFF, auto → AUTO (any case)",
-    },
-    SettingInfo {
-        name: "num_threads",
-        variables: &["KVIKIO_NTHREADS", "KVIKIO_NUM_THREADS"],
-        default: "available cores, at most 16",
-        rule: "a whole number from 1 to 1024",
-    },
-    SettingInfo {
-        name: "task_size",
-        variables: &["KVIKIO_TASK_SIZE"],
-        default: "4 MiB",
-        rule: "a size > 0 (bytes, or 4MiB, 512KiB, …)",
-    },
-    SettingInfo {
-        name: "gds_threshold",
-        variables: &["KVIKIO_GDS_THRESHOLD"],
-        default: "16 KiB",
-        rule: "a size ≥ 0",
-    },
-    SettingInfo {
-        name: "bounce_buffer_size",
-        variables: &["KVIKIO_BOUNCE_BUFFER_SIZE"],
-        default: "16 MiB",
-        rule: "a size > 0",
-    },
-    SettingInfo {
-        name: "auto_direct_io_read",
-        variables: &["KVIKIO_AUTO_DIRECT_IO_READ"],
-        default: "false",
-        rule: "true/on/yes/1 or false/off/no/0",
-    },
-    SettingInfo {
-        name: "auto_direct_io_write",
-        variables: &["KVIKIO_AUTO_DIRECT_IO_WRITE"],
-        default: "true",
-        rule: "true/on/yes/1 or false/off/no/0",
-    },
-];
 
 /// One line of `kvik settings`: a setting, its value as text, its source.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -200,419 +255,71 @@ pub fn default_num_threads() -> usize {
         .min(DEFAULT_MAX_THREADS)
 }
 
-impl Default for Settings {
-    /// Our defaults, ignoring the environment.
-    fn default() -> Self {
-        Settings {
-            compat_mode: Setting::default(CompatMode::Auto),
-            num_threads: Setting::default(default_num_threads()),
-            task_size: Setting::default(4 << 20),
-            gds_threshold: Setting::default(16 << 10),
-            bounce_buffer_size: Setting::default(16 << 20),
-            auto_direct_io_read: Setting::default(false),
-            auto_direct_io_write: Setting::default(true),
-        }
-    }
-}
-
 impl Settings {
     /// Read the process environment (every call reads it anew; the global
     /// settings, [`Settings::global`], read it once).
     pub fn from_env() -> Result<Settings> {
         Settings::from_vars(|name| std::env::var_os(name))
     }
+}
 
-    /// Read settings from any source of variables (`lookup` returns a
-    /// variable's value, `None` when unset). Every bad variable is reported.
-    pub fn from_vars(lookup: impl Fn(&str) -> Option<OsString>) -> Result<Settings> {
-        let mut settings = Settings::default();
-        let mut problems = Vec::new();
-        let get = |variable: &'static str| {
-            lookup(variable).map(|v| match v.into_string() {
-                Ok(text) => Ok(text),
-                Err(raw) => Err(EnvProblem {
+/// Read one setting from its variables (the main one, then its aliases):
+/// each set variable must hold a valid value, and all set ones the same
+/// value; the first set one is the source. Problems go to `problems`.
+fn read_variables<K: Kind>(
+    variables: &'static [&'static str],
+    lookup: &dyn Fn(&str) -> Option<OsString>,
+    check: Option<kind::Rule<K::Value>>,
+    problems: &mut Vec<EnvProblem>,
+) -> Option<Setting<K::Value>>
+where
+    K::Value: PartialEq,
+{
+    let mut found: Option<(&'static str, String, K::Value)> = None;
+    for &variable in variables {
+        let Some(raw) = lookup(variable) else {
+            continue;
+        };
+        let text = match raw.into_string() {
+            Ok(text) => text,
+            Err(raw) => {
+                problems.push(EnvProblem {
                     variable,
                     value: raw.to_string_lossy().into_owned(),
                     problem: "not valid UTF-8".into(),
-                }),
-            })
+                });
+                continue;
+            }
         };
-        // Parse one variable into `slot`, or record the problem.
-        let mut read =
-            |variable: &'static str, parse: &dyn Fn(&str) -> std::result::Result<(), String>| {
-                match get(variable) {
-                    None => {}
-                    Some(Err(p)) => problems.push(p),
-                    Some(Ok(text)) => {
-                        if let Err(problem) = parse(&text) {
-                            problems.push(EnvProblem {
-                                variable,
-                                value: text,
-                                problem,
-                            });
-                        }
-                    }
-                }
-            };
-
-        let compat = std::cell::Cell::new(None);
-        read("KVIKIO_COMPAT_MODE", &|text| {
-            let mode = text.parse::<CompatMode>().map_err(|_| {
-                "expected on/true/yes/1, off/false/no/0 or auto (any case)".to_string()
-            })?;
-            compat.set(Some(mode));
-            Ok(())
+        let value = K::parse(&text).and_then(|value| match check.map(|check| check(&value)) {
+            Some(Err(rule)) => Err(rule.to_string()),
+            _ => Ok(value),
         });
-        let threads: [std::cell::Cell<Option<usize>>; 2] = Default::default();
-        for (i, variable) in ["KVIKIO_NTHREADS", "KVIKIO_NUM_THREADS"].iter().enumerate() {
-            read(variable, &|text| {
-                threads[i].set(Some(parse_count(text)?));
-                Ok(())
-            });
-        }
-        let sizes: [std::cell::Cell<Option<u64>>; 3] = Default::default();
-        for (i, (variable, positive)) in [
-            ("KVIKIO_TASK_SIZE", true),
-            ("KVIKIO_GDS_THRESHOLD", false),
-            ("KVIKIO_BOUNCE_BUFFER_SIZE", true),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            read(variable, &|text| {
-                let bytes = parse_size(text).map_err(|e| {
-                    format!(
-                        "{} (write bytes like 4194304, or 4MiB, 16KiB, 1GiB)",
-                        e.problem
-                    )
-                })?;
-                if positive && bytes == 0 {
-                    return Err("must be greater than 0".into());
-                }
-                sizes[i].set(Some(bytes));
-                Ok(())
-            });
-        }
-        let flags: [std::cell::Cell<Option<bool>>; 2] = Default::default();
-        for (i, variable) in ["KVIKIO_AUTO_DIRECT_IO_READ", "KVIKIO_AUTO_DIRECT_IO_WRITE"]
-            .into_iter()
-            .enumerate()
-        {
-            read(variable, &|text| {
-                flags[i].set(Some(parse_bool(text)?));
-                Ok(())
-            });
-        }
-
-        let from_env = |variable| Source::Environment { variable };
-        if let Some(mode) = compat.get() {
-            settings.compat_mode = Setting {
-                value: mode,
-                source: from_env("KVIKIO_COMPAT_MODE"),
-            };
-        }
-        match (threads[0].get(), threads[1].get()) {
-            (Some(a), Some(b)) if a != b => problems.push(EnvProblem {
-                variable: "KVIKIO_NTHREADS",
-                value: a.to_string(),
-                problem: format!(
-                    "KVIKIO_NUM_THREADS={b} disagrees; they are aliases: set one, or both to \
-                     the same value"
-                ),
+        match (value, &found) {
+            (Err(problem), _) => problems.push(EnvProblem {
+                variable,
+                value: text,
+                problem,
             }),
-            (Some(n), _) => {
-                settings.num_threads = Setting {
-                    value: n,
-                    source: from_env("KVIKIO_NTHREADS"),
-                }
-            }
-            (None, Some(n)) => {
-                settings.num_threads = Setting {
-                    value: n,
-                    source: from_env("KVIKIO_NUM_THREADS"),
-                }
-            }
-            (None, None) => {}
-        }
-        let size_slots = [
-            (&mut settings.task_size, "KVIKIO_TASK_SIZE"),
-            (&mut settings.gds_threshold, "KVIKIO_GDS_THRESHOLD"),
-            (
-                &mut settings.bounce_buffer_size,
-                "KVIKIO_BOUNCE_BUFFER_SIZE",
-            ),
-        ];
-        for ((slot, variable), value) in size_slots.into_iter().zip(&sizes) {
-            if let Some(value) = value.get() {
-                *slot = Setting {
-                    value,
-                    source: from_env(variable),
-                };
-            }
-        }
-        let flag_slots = [
-            (
-                &mut settings.auto_direct_io_read,
-                "KVIKIO_AUTO_DIRECT_IO_READ",
-            ),
-            (
-                &mut settings.auto_direct_io_write,
-                "KVIKIO_AUTO_DIRECT_IO_WRITE",
-            ),
-        ];
-        for ((slot, variable), value) in flag_slots.into_iter().zip(&flags) {
-            if let Some(value) = value.get() {
-                *slot = Setting {
-                    value,
-                    source: from_env(variable),
-                };
-            }
-        }
-
-        if problems.is_empty() {
-            Ok(settings)
-        } else {
-            Err(Error::Environment { problems })
-        }
-    }
-
-    pub fn compat_mode(&self) -> CompatMode {
-        self.compat_mode.value
-    }
-    pub fn num_threads(&self) -> usize {
-        self.num_threads.value
-    }
-    pub fn task_size(&self) -> u64 {
-        self.task_size.value
-    }
-    pub fn gds_threshold(&self) -> u64 {
-        self.gds_threshold.value
-    }
-    pub fn bounce_buffer_size(&self) -> u64 {
-        self.bounce_buffer_size.value
-    }
-    pub fn auto_direct_io_read(&self) -> bool {
-        self.auto_direct_io_read.value
-    }
-    pub fn auto_direct_io_write(&self) -> bool {
-        self.auto_direct_io_write.value
-    }
-
-    pub fn set_compat_mode(&mut self, mode: CompatMode) -> &mut Self {
-        self.compat_mode = Setting::api(mode);
-        self
-    }
-    /// Threads in the pool that runs a request's tasks: 1 to [`MAX_THREADS`].
-    pub fn set_num_threads(&mut self, threads: usize) -> Result<&mut Self> {
-        positive("num_threads", threads as u64)?;
-        if threads > MAX_THREADS {
-            return Err(Error::InvalidSetting {
-                setting: "num_threads",
-                value: threads.to_string(),
-                rule: "must be at most 1024 (MAX_THREADS)",
-            });
-        }
-        self.num_threads = Setting::api(threads);
-        Ok(self)
-    }
-    /// The size requests are cut into; must be > 0.
-    pub fn set_task_size(&mut self, bytes: u64) -> Result<&mut Self> {
-        positive("task_size", bytes)?;
-        self.task_size = Setting::api(bytes);
-        Ok(self)
-    }
-    /// Device requests below this size skip cuFile.
-    pub fn set_gds_threshold(&mut self, bytes: u64) -> &mut Self {
-        self.gds_threshold = Setting::api(bytes);
-        self
-    }
-    /// The size of each bounce buffer; must be > 0.
-    pub fn set_bounce_buffer_size(&mut self, bytes: u64) -> Result<&mut Self> {
-        positive("bounce_buffer_size", bytes)?;
-        self.bounce_buffer_size = Setting::api(bytes);
-        Ok(self)
-    }
-    /// Host reads use O_DIRECT for their page-aligned middle.
-    pub fn set_auto_direct_io_read(&mut self, on: bool) -> &mut Self {
-        self.auto_direct_io_read = Setting::api(on);
-        self
-    }
-    /// Host writes use O_DIRECT for their page-aligned middle.
-    pub fn set_auto_direct_io_write(&mut self, on: bool) -> &mut Self {
-        self.auto_direct_io_write = Setting::api(on);
-        self
-    }
-
-    /// Each setting with its value and source, in [`SETTINGS`] order.
-    pub fn describe(&self) -> Vec<SettingView> {
-        let values: [(String, Source); 7] = [
-            (self.compat_mode.value.to_string(), self.compat_mode.source),
-            (self.num_threads.value.to_string(), self.num_threads.source),
-            (
-                crate::size::bytes_text(self.task_size.value),
-                self.task_size.source,
-            ),
-            (
-                crate::size::bytes_text(self.gds_threshold.value),
-                self.gds_threshold.source,
-            ),
-            (
-                crate::size::bytes_text(self.bounce_buffer_size.value),
-                self.bounce_buffer_size.source,
-            ),
-            (
-                self.auto_direct_io_read.value.to_string(),
-                self.auto_direct_io_read.source,
-            ),
-            (
-                self.auto_direct_io_write.value.to_string(),
-                self.auto_direct_io_write.source,
-            ),
-        ];
-        SETTINGS
-            .iter()
-            .zip(values)
-            .map(|(info, (value, source))| SettingView {
-                name: info.name,
-                value,
-                source,
-                variables: info.variables,
-                default: info.default,
-                rule: info.rule,
-            })
-            .collect()
-    }
-}
-
-impl serde::Serialize for Settings {
-    /// `{"task_size": {"value": 4194304, "source": {"kind": "default"}}, …}`
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(SETTINGS.len()))?;
-        map.serialize_entry("compat_mode", &self.compat_mode)?;
-        map.serialize_entry("num_threads", &self.num_threads)?;
-        map.serialize_entry("task_size", &self.task_size)?;
-        map.serialize_entry("gds_threshold", &self.gds_threshold)?;
-        map.serialize_entry("bounce_buffer_size", &self.bounce_buffer_size)?;
-        map.serialize_entry("auto_direct_io_read", &self.auto_direct_io_read)?;
-        map.serialize_entry("auto_direct_io_write", &self.auto_direct_io_write)?;
-        map.end()
-    }
-}
-
-fn positive(setting: &'static str, value: u64) -> Result<()> {
-    if value == 0 {
-        return Err(Error::InvalidSetting {
-            setting,
-            value: "0".into(),
-            rule: "must be greater than 0",
-        });
-    }
-    Ok(())
-}
-
-/// A thread count: digits only (surrounding whitespace ignored), 1 to
-/// [`MAX_THREADS`].
-fn parse_count(text: &str) -> std::result::Result<usize, String> {
-    let t = text.trim();
-    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
-        return Err("expected a whole number greater than 0".into());
-    }
-    match t.parse::<usize>() {
-        Ok(0) => Err("must be greater than 0".into()),
-        Ok(n) if n <= MAX_THREADS => Ok(n),
-        _ => Err(format!("too large: at most {MAX_THREADS} threads")),
-    }
-}
-
-/// KvikIO's booleans: `true/on/yes/1` and `false/off/no/0`, any case,
-/// surrounding whitespace ignored.
-pub fn parse_bool(text: &str) -> std::result::Result<bool, String> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "true" | "on" | "yes" | "1" => Ok(true),
-        "false" | "off" | "no" | "0" => Ok(false),
-        _ => Err("expected true/on/yes/1 or false/off/no/0".into()),
-    }
-}
-
-// The global settings: the environment, read once, unless the API replaced them.
-static ENVIRONMENT: OnceLock<std::result::Result<Settings, Vec<EnvProblem>>> = OnceLock::new();
-static OVERRIDE: RwLock<Option<Settings>> = RwLock::new(None);
-
-impl Settings {
-    /// The process-wide settings: the environment (read on first use, once)
-    /// unless replaced through [`Settings::set_global`] or a
-    /// [`Settings::scoped`] override. A bad environment is an error every
-    /// time it is asked for, until the API replaces it.
-    pub fn global() -> Result<Settings> {
-        if let Some(settings) = OVERRIDE.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            return Ok(settings.clone());
-        }
-        Settings::environment()
-    }
-
-    /// The settings the environment gave when it was first read.
-    pub fn environment() -> Result<Settings> {
-        ENVIRONMENT
-            .get_or_init(|| {
-                Settings::from_env().map_err(|e| match e {
-                    Error::Environment { problems } => problems,
-                    other => unreachable!("from_env only reports the environment: {other}"),
+            (Ok(value), None) => found = Some((variable, text, value)),
+            (Ok(value), Some((first, first_text, first_value))) if *first_value != value => {
+                problems.push(EnvProblem {
+                    variable: first,
+                    value: first_text.clone(),
+                    problem: format!(
+                        "{variable}={} disagrees; they are aliases: set one, or both to the \
+                         same value",
+                        K::show(&value)
+                    ),
                 })
-            })
-            .clone()
-            .map_err(|problems| Error::Environment { problems })
+            }
+            (Ok(_), Some(_)) => {}
+        }
     }
-
-    /// Replace the process-wide settings (until the next call, or
-    /// [`Settings::reset_global`]).
-    pub fn set_global(settings: Settings) {
-        *OVERRIDE.write().unwrap_or_else(|e| e.into_inner()) = Some(settings);
-    }
-
-    /// Go back to the settings the environment gave.
-    pub fn reset_global() {
-        *OVERRIDE.write().unwrap_or_else(|e| e.into_inner()) = None;
-    }
-
-    /// Change the process-wide settings until the returned guard drops, then
-    /// restore exactly what was there before (KvikIO's
-    /// `with kvikio.defaults.set(...)`). Guards nest; drop them in reverse
-    /// order. An `update` that fails changes nothing.
-    ///
-    /// ```
-    /// # use kvik_policy::Settings;
-    /// let before = Settings::global().unwrap().task_size();
-    /// {
-    ///     let _scope = Settings::scoped(|s| s.set_task_size(1 << 20).map(drop)).unwrap();
-    ///     assert_eq!(Settings::global().unwrap().task_size(), 1 << 20);
-    /// }
-    /// assert_eq!(Settings::global().unwrap().task_size(), before);
-    /// ```
-    pub fn scoped(update: impl FnOnce(&mut Settings) -> Result<()>) -> Result<ScopedSettings> {
-        let mut guard = OVERRIDE.write().unwrap_or_else(|e| e.into_inner());
-        let previous = guard.clone();
-        let mut next = match &previous {
-            Some(settings) => settings.clone(),
-            None => Settings::environment()?,
-        };
-        update(&mut next)?;
-        *guard = Some(next);
-        Ok(ScopedSettings { previous })
-    }
-}
-
-/// Restores the previous process-wide settings when dropped.
-#[derive(Debug)]
-#[must_use = "the override ends when this guard drops"]
-pub struct ScopedSettings {
-    previous: Option<Settings>,
-}
-
-impl Drop for ScopedSettings {
-    fn drop(&mut self) {
-        *OVERRIDE.write().unwrap_or_else(|e| e.into_inner()) = self.previous.take();
-    }
+    found.map(|(variable, _, value)| Setting {
+        value,
+        source: Source::Environment { variable },
+    })
 }
 
 #[cfg(test)]
@@ -639,6 +346,139 @@ mod tests {
         }
     }
 
+    /// Every declared setting, through each of its variables: the example
+    /// value set in the environment is what the getter returns, what
+    /// `describe` shows with its source, and what the JSON holds; the API
+    /// setter gives the same value; nothing else changes.
+    #[test]
+    fn every_declared_setting_agrees_from_environment_to_json() {
+        assert_eq!(DECLARED.len(), SETTINGS.len());
+        let defaults = Settings::default();
+        let default_json = serde_json::to_value(&defaults).unwrap();
+        assert_eq!(default_json.as_object().unwrap().len(), SETTINGS.len());
+        let mut variables_seen = 0;
+        for (i, (info, declared)) in SETTINGS.iter().zip(DECLARED).enumerate() {
+            assert_eq!(info.name, declared.name);
+            assert_eq!(info.example, declared.example);
+            assert_eq!(
+                (declared.get)(&defaults),
+                default_json[info.name]["value"],
+                "{}: the getter and the JSON agree on the default",
+                info.name
+            );
+            assert!(info.variables.iter().all(|v| v.starts_with("KVIKIO_")));
+            for &variable in info.variables {
+                variables_seen += 1;
+                let s = Settings::from_vars(|name| (name == variable).then(|| info.example.into()))
+                    .unwrap_or_else(|e| panic!("{variable}={}: {e}", info.example));
+                let got = (declared.get)(&s);
+                assert_ne!(
+                    got,
+                    (declared.get)(&defaults),
+                    "{variable}: not the default"
+                );
+                let json = serde_json::to_value(&s).unwrap();
+                assert_eq!(json[info.name]["value"], got, "{variable}");
+                assert_eq!(json[info.name]["source"]["kind"], "environment");
+                assert_eq!(json[info.name]["source"]["variable"], variable);
+                let views = s.describe();
+                assert_eq!(views.len(), SETTINGS.len());
+                assert_eq!(views[i].name, info.name);
+                assert_eq!(views[i].source, Source::Environment { variable });
+                assert_eq!(views[i].variables, info.variables);
+                for (j, other) in SETTINGS.iter().enumerate().filter(|(j, _)| *j != i) {
+                    assert_eq!(
+                        views[j].source,
+                        Source::Default,
+                        "{variable} set {}",
+                        other.name
+                    );
+                    assert_eq!(json[other.name], default_json[other.name]);
+                }
+
+                let mut api = Settings::default();
+                (declared.set_example)(&mut api).unwrap();
+                assert_eq!(
+                    (declared.get)(&api),
+                    got,
+                    "{}: API and environment",
+                    info.name
+                );
+                let api_views = api.describe();
+                assert_eq!(api_views[i].value, views[i].value);
+                assert_eq!(api_views[i].source, Source::Api);
+                let changed = defaults.changes(&api);
+                assert_eq!(changed.count(), 1, "{}", info.name);
+                let mut overlaid = Settings::default();
+                overlaid.overlay(&api, &changed);
+                assert_eq!(overlaid, api);
+            }
+        }
+        assert_eq!(
+            variables_seen,
+            SETTINGS.iter().map(|i| i.variables.len()).sum::<usize>()
+        );
+    }
+
+    #[test]
+    fn http_settings_as_kvikio() {
+        let s = Settings::default();
+        assert_eq!(s.http_max_attempts(), 3);
+        assert_eq!(s.http_timeout(), 60);
+        assert_eq!(s.http_status_codes(), &[429, 500, 502, 503, 504]);
+        let s = Settings::from_vars(vars(&[
+            ("KVIKIO_HTTP_MAX_ATTEMPTS", "1"),
+            ("KVIKIO_HTTP_TIMEOUT", " 5 "),
+            ("KVIKIO_HTTP_STATUS_CODES", "503 , 429"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (
+                s.http_max_attempts(),
+                s.http_timeout(),
+                s.http_status_codes()
+            ),
+            (1, 5, &[503, 429][..])
+        );
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(
+            json["http_status_codes"]["value"],
+            serde_json::json!([503, 429])
+        );
+        for (variable, value, says) in [
+            ("KVIKIO_HTTP_MAX_ATTEMPTS", "0", "greater than 0"),
+            ("KVIKIO_HTTP_TIMEOUT", "0", "greater than 0"),
+            ("KVIKIO_HTTP_TIMEOUT", "1.5", "whole number"),
+            ("KVIKIO_HTTP_STATUS_CODES", "429,", "three-digit"),
+            ("KVIKIO_HTTP_STATUS_CODES", "429,1000", "three-digit"),
+            ("KVIKIO_HTTP_STATUS_CODES", "429,099", "100 to 599"),
+        ] {
+            let err = Settings::from_vars(vars(&[(variable, value)])).unwrap_err();
+            assert!(
+                err.to_string().contains(says),
+                "{variable}={value:?}: {err}"
+            );
+        }
+        let mut api = Settings::default();
+        api.set_http_status_codes(vec![]).unwrap();
+        assert_eq!(api.describe().last().unwrap().value, "none");
+        let err = api.set_http_status_codes(vec![700]).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::InvalidSetting {
+                    setting: "http_status_codes",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(
+            api.http_status_codes().is_empty(),
+            "a rejected value changes nothing"
+        );
+    }
+
     #[test]
     fn defaults_without_environment() {
         let s = Settings::from_vars(vars(&[])).unwrap();
@@ -649,6 +489,7 @@ mod tests {
         assert_eq!(s.bounce_buffer_size(), 16 << 20);
         assert!(!s.auto_direct_io_read());
         assert!(s.auto_direct_io_write());
+        assert_eq!(s.http_max_attempts(), 3);
         let cores = std::thread::available_parallelism().unwrap().get();
         assert_eq!(s.num_threads(), cores.min(16));
         assert!(s.describe().iter().all(|v| v.source == Source::Default));

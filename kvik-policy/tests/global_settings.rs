@@ -57,6 +57,30 @@ fn overrides_apply_and_scopes_restore() {
         "the outer scope restored"
     );
 
+    // Scopes that overlap, ended out of order: the outer one first.
+    {
+        let outer = Settings::scoped(|s| {
+            s.set_task_size(8192)?.set_num_threads(2)?;
+            Ok(())
+        })
+        .unwrap();
+        let inner = Settings::scoped(|s| s.set_task_size(4096).map(drop)).unwrap();
+        drop(outer);
+        let left = Settings::global().unwrap();
+        assert_eq!(left.task_size(), 4096, "the inner scope's change stays");
+        assert_eq!(
+            left.num_threads(),
+            environment.num_threads(),
+            "the outer scope's change went with it"
+        );
+        drop(inner);
+        assert_eq!(
+            Settings::global().unwrap(),
+            environment,
+            "both ended: as before both"
+        );
+    }
+
     // A failing update changes nothing.
     let err = Settings::scoped(|s| s.set_num_threads(0).map(drop)).unwrap_err();
     assert!(err.to_string().contains("num_threads"), "{err}");
