@@ -138,6 +138,9 @@ pub struct FileHandle {
 #[derive(Debug)]
 struct Inner {
     path: PathBuf,
+    /// What the readiness check opens: `path` for a handle opened by path,
+    /// the file's own `/proc/self/fd/N` for an adopted one.
+    probe: PathBuf,
     mode: OpenMode,
     /// The ordinary descriptor (O_CLOEXEC, as every descriptor std opens).
     file: File,
@@ -181,26 +184,53 @@ impl FileHandle {
         settings: &Settings,
         pinned: Option<Settings>,
     ) -> Result<FileHandle> {
-        let open_error = |direct, source| Error::Open {
-            path: path.to_path_buf(),
-            mode,
-            direct,
-            source,
-        };
         let mut options = mode.options();
         if mode.creates() {
             options.create(true).truncate(true);
         }
-        let file = options.open(path).map_err(|e| open_error(false, e))?;
-        let meta = file.metadata().map_err(|e| open_error(false, e))?;
+        let file = options
+            .open(path)
+            .map_err(|source| open_error(path, mode, source))?;
+        FileHandle::adopt(file, path, path.to_path_buf(), mode, settings, pinned)
+    }
+
+    /// Use `file`, already open (with access matching `mode`), under
+    /// `settings` fixed for the life of the handle. `path` names it in
+    /// reports and errors only: nothing is opened by that name (the file
+    /// may have none, as an `O_TMPFILE` file has none).
+    pub fn from_file(
+        file: File,
+        path: impl AsRef<Path>,
+        mode: &str,
+        settings: &Settings,
+    ) -> Result<FileHandle> {
+        use std::os::fd::AsRawFd;
+        let probe = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        let pinned = Some(settings.clone());
+        FileHandle::adopt(file, path.as_ref(), probe, mode.parse()?, settings, pinned)
+    }
+
+    fn adopt(
+        file: File,
+        path: &Path,
+        probe: PathBuf,
+        mode: OpenMode,
+        settings: &Settings,
+        pinned: Option<Settings>,
+    ) -> Result<FileHandle> {
+        let meta = file
+            .metadata()
+            .map_err(|source| open_error(path, mode, source))?;
         if meta.is_dir() {
             return Err(open_error(
-                false,
+                path,
+                mode,
                 std::io::Error::from_raw_os_error(libc::EISDIR),
             ));
         }
         let mut inner = Inner {
             path: path.to_path_buf(),
+            probe,
             mode,
             file,
             direct: OnceLock::new(),
@@ -380,6 +410,16 @@ impl FileHandle {
     }
 }
 
+/// A failed open (of the ordinary descriptor) of `path`.
+fn open_error(path: &Path, mode: OpenMode, source: std::io::Error) -> Error {
+    Error::Open {
+        path: path.to_path_buf(),
+        mode,
+        direct: false,
+        source,
+    }
+}
+
 /// The memory of one request.
 enum Memory<'a> {
     Read(BufMut<'a>),
@@ -450,7 +490,10 @@ impl Inner {
             },
             CompatMode::Auto | CompatMode::Off => {
                 let driver = crate::cufile::driver().ok();
-                CuFileAvailability::from_readiness(&readiness::check_with(Some(&self.path), driver))
+                CuFileAvailability::from_readiness(&readiness::check_with(
+                    Some(&self.probe),
+                    driver,
+                ))
             }
         };
         let required = |source| Error::CuFileRequired {
@@ -478,14 +521,17 @@ impl Inner {
         }
     }
 
-    /// The O_DIRECT descriptor, opened once on first need.
+    /// The O_DIRECT descriptor, opened once on first need: a second open
+    /// of the same file through `/proc/self/fd/N` (never by its path, which
+    /// may name another file by now). Where that fails, no O_DIRECT.
     fn direct_descriptor(&self) -> std::result::Result<&File, String> {
+        use std::os::fd::AsRawFd;
         self.direct
             .get_or_init(|| {
                 self.mode
                     .options()
                     .custom_flags(libc::O_DIRECT)
-                    .open(&self.path)
+                    .open(format!("/proc/self/fd/{}", self.file.as_raw_fd()))
                     .map_err(|e| match e.raw_os_error() {
                         Some(libc::EINVAL) => {
                             format!("the filesystem does not support O_DIRECT ({e})")
