@@ -13,9 +13,15 @@
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 
-/// Serialize `path` as above: `#[serde(serialize_with = "kvik_policy::path_serde::serialize")]`.
-pub fn serialize<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+/// Serialize `path` as above: `#[serde(serialize_with = "kvik_policy::path_serde::serialize")]`
+/// on a `PathBuf`, `&Path`, … field.
+pub fn serialize<P, S>(path: &P, s: S) -> Result<S::Ok, S::Error>
+where
+    P: AsRef<Path> + ?Sized,
+    S: serde::Serializer,
+{
     use serde::ser::SerializeStruct as _;
+    let path = path.as_ref();
     match path.to_str() {
         Some(text) => s.serialize_str(text),
         None => {
