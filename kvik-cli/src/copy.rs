@@ -321,7 +321,7 @@ fn render(out: &Output<'_>) -> String {
     let how = match out.read.report {
         Some(_) => String::new(),
         None => format!(
-            " (in order: SRC is {}, which cannot be read at offsets)",
+            " (in order, to its end: SRC is {}, not read through the stack)",
             out.source_kind.described()
         ),
     };
@@ -339,8 +339,9 @@ fn render(out: &Output<'_>) -> String {
     );
     transfer::checksum_and_memory(&mut text, out.checksum_crc32.as_ref(), &out.memory);
     text.push_str(&output_file::summary(&out.committed));
+    text.push('\n');
     if let Some(report) = &out.read.report {
-        let _ = writeln!(text, "\npath report (read)\n{report}");
+        let _ = writeln!(text, "path report (read)\n{report}");
     }
     if let Some(report) = &out.write.report {
         let _ = writeln!(text, "path report (write)\n{report}");

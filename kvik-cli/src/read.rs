@@ -51,7 +51,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let Some(file_len) = source.len.filter(|_| source.positional()) else {
         return Err(CliError::Usage(format!(
             "FILE {} is {}: it has no size to read at offsets through the stack (kvik copy \
-             reads it to its end)",
+             FILE DST can save it, in order)",
             args.file.display(),
             source.kind.described()
         )));

@@ -141,6 +141,11 @@ impl Source {
                 )));
             }
         };
+        // Only a FIFO's first read must not wait (`start_stream`); every
+        // other kind reads as usual from here on.
+        if kind != SourceKind::Fifo {
+            rustix::fs::fcntl_setfl(&file, OFlags::empty()).map_err(|e| failed("fcntl", e))?;
+        }
         Ok(Source {
             path: path.to_path_buf(),
             kind,
