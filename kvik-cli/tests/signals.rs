@@ -26,7 +26,7 @@ fn no_core(cmd: &mut Command) -> &mut Command {
     }
 }
 
-/// A child that is killed if the test fails before it ends (an 8 GiB
+/// A child that is killed if the test fails before it ends (a 2 GiB
 /// write must not outlive a failed assertion).
 struct Running(Child);
 
@@ -109,7 +109,7 @@ fn signals_leave_the_old_destination_and_no_temporary_file() {
             // Small tasks on one thread: long enough to be caught mid-way.
             let slow = ["--threads", "1", "--task-size", "16KiB"];
             let mut args = if i % 2 == 0 {
-                vec!["write", p(&dst), "--size", "8GiB", "--buffer", "64MiB"]
+                vec!["write", p(&dst), "--size", "2GiB", "--buffer", "64MiB"]
             } else {
                 vec!["copy", p(&src), p(&dst), "--buffer", "4MiB"]
             };
@@ -147,7 +147,7 @@ fn signals_leave_the_old_destination_and_no_temporary_file() {
 fn a_signal_ends_the_demo_without_leaving_its_file() {
     for named in [true, false] {
         let dir = tempfile::tempdir().unwrap();
-        let mut cmd = kvik_cmd(&["demo", "--dir", p(dir.path()), "--size", "8GiB", "--host"]);
+        let mut cmd = kvik_cmd(&["demo", "--dir", p(dir.path()), "--size", "2GiB", "--host"]);
         cmd.env("KVIK_NO_TMPFILE", if named { "1" } else { "0" })
             .stdout(Stdio::null())
             .stderr(Stdio::null());
