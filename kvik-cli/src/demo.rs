@@ -2,14 +2,18 @@
 //! file (from host memory), reads it back with the best path available —
 //! GPU 0's memory when a GPU exists, host memory otherwise (`--host` /
 //! `--device N` choose) — checks every byte came back (CRC-32), and prints
-//! the path report and the throughput. The file is removed unless `--keep`.
+//! the path report and the throughput. The file has no name (`O_TMPFILE`)
+//! unless `--keep` links it into the directory at the end, so nothing is
+//! left behind, whatever ends the demo; where the filesystem has no
+//! `O_TMPFILE`, it has a random name, removed at the end and on signals.
 
 use std::path::{Path, PathBuf};
 
-use kvik_policy::{FileHandle, Settings, Size};
+use kvik_policy::{Settings, Size};
 
 use crate::CliError;
-use crate::error::print_json;
+use crate::output_file::{Durability, OutputFile};
+use crate::report;
 use crate::transfer::{self, parse_positive_size};
 use crate::write::{self, Pattern};
 
@@ -51,6 +55,7 @@ struct Phase {
 
 #[derive(Debug, serde::Serialize)]
 struct Output<'a> {
+    #[serde(serialize_with = "kvik_policy::path_serde::serialize")]
     file: &'a Path,
     kept: bool,
     memory: transfer::MemoryChoice,
@@ -62,20 +67,6 @@ struct Output<'a> {
     checksum_crc32: String,
     /// The bytes read back have the CRC-32 of the bytes written.
     verified: bool,
-}
-
-/// Removes the demo file unless told to keep it, also when the demo fails.
-struct Cleanup<'a> {
-    path: &'a Path,
-    keep: bool,
-}
-
-impl Drop for Cleanup<'_> {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_file(self.path);
-        }
-    }
 }
 
 pub fn run(args: &Args) -> Result<(), CliError> {
@@ -91,38 +82,34 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         settings.set_compat_mode(mode);
     }
     let memory = transfer::choose_memory(args.host, args.device)?;
-    let path = dir.join(format!("kvik-demo-{}.bin", std::process::id()));
-    // Refuse up front rather than fill the disk and fail (seen: --size 1TiB).
-    transfer::ensure_space(&dir, args.size, &path)?;
-    let _cleanup = Cleanup {
-        path: &path,
-        keep: args.keep,
-    };
+    let name = format!("kvik-demo-{}.bin", std::process::id());
+    let path = dir.join(&name);
+    // Refused up front when it cannot fit (seen: --size 1TiB).
+    let mut scratch = OutputFile::scratch(&dir, &name, args.size)?;
     if !args.json {
-        println!(
-            "kvik demo: write a {} file, read it back through the kvik-rs stack, report the path\n",
+        report::print(&format!(
+            "kvik demo: write a {} file, read it back through the kvik-rs stack, report the \
+             path\n\n",
             Size(args.size)
-        );
+        ))?;
     }
 
     // 1. Create the file (through the stack, as the tutorial does).
     // The file is created from host memory (the tutorial's first step).
     let mut host_settings = settings.clone();
     host_settings.set_compat_mode(kvik_policy::CompatMode::On);
-    let writer =
-        FileHandle::open_with(&path, "w", &host_settings).map_err(transfer::policy_error)?;
+    let writer = scratch.handle("w", &host_settings)?;
     let mut window =
         transfer::WindowBuffer::Host(transfer::host_buffer(args.size.min(WRITE_WINDOW))?);
     let bar = transfer::progress(args.size, "creating", args.json);
     let written = write::write_pattern(&writer, args.size, Pattern::Random, 0, &mut window, &bar)?;
     bar.finish_and_clear();
     writer.sync_data().map_err(transfer::policy_error)?;
-    drop(writer);
     drop(window);
 
     // 2. Read it back with the best path available.
-    let resident = transfer::page_cache_residency(&path, 0, args.size);
-    let reader = FileHandle::open_with(&path, "r", &settings).map_err(transfer::policy_error)?;
+    let resident = transfer::page_cache_residency_of(scratch.file(), 0, args.size);
+    let reader = scratch.handle("r", &settings)?;
     let mut buffer = transfer::WindowBuffer::new(&memory, args.size.min(transfer::DEFAULT_WINDOW))?;
     buffer.prepare(&reader)?;
     let bar = transfer::progress(args.size, "reading", args.json);
@@ -134,6 +121,9 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     bar.finish_and_clear();
     let crc = hasher.finalize();
     let verified = crc == written.crc32;
+    if args.keep {
+        scratch.commit(&writer, Durability::Atomic)?;
+    }
 
     let phase = |bytes: u64, seconds: f64, report| Phase {
         bytes,
@@ -152,10 +142,15 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         checksum_crc32: transfer::crc_hex(crc),
         verified,
     };
-    if args.json {
-        print_json(&output)?;
+    let text = if args.json {
+        report::json(&output)?
     } else {
-        print!("{}", render(&output));
+        render(&output)
+    };
+    if args.keep {
+        report::print_after_commit(Ok(text), &path);
+    } else {
+        report::print(&text)?;
     }
     if !verified {
         return Err(CliError::Failed(format!(

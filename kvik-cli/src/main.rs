@@ -9,9 +9,13 @@ mod config;
 mod copy;
 mod demo;
 mod error;
+mod output_file;
 mod plan;
 mod read;
+mod report;
 mod settings;
+mod signals;
+mod source;
 mod transfer;
 mod write;
 

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use kvik_policy::{FileHandle, Size};
 
 use crate::CliError;
-use crate::error::print_json;
+use crate::report;
+use crate::source::Source;
 use crate::transfer::{self, IoArgs, parse_positive_size, parse_size_arg};
 
 #[derive(Debug, clap::Args)]
@@ -28,6 +29,7 @@ pub struct Args {
 
 #[derive(Debug, serde::Serialize)]
 struct Output<'a> {
+    #[serde(serialize_with = "kvik_policy::path_serde::serialize")]
     file: &'a std::path::Path,
     offset: u64,
     bytes: u64,
@@ -45,11 +47,21 @@ struct Output<'a> {
 
 pub fn run(args: &Args) -> Result<(), CliError> {
     let settings = args.io.settings()?;
-    let file_len = transfer::existing_file(&args.file, "FILE")?;
+    let source = Source::open(&args.file, "FILE")?;
+    let Some(file_len) = source.len.filter(|_| source.positional()) else {
+        return Err(CliError::Usage(format!(
+            "FILE {} is {}: it has no size to read at offsets through the stack (kvik copy \
+             FILE DST can save it, in order)",
+            args.file.display(),
+            source.kind.described()
+        )));
+    };
     let size = range(file_len, args.offset, args.size, &args.file)?;
     let memory = transfer::choose_memory(args.io.host, args.io.device)?;
-    let file = FileHandle::open_with(&args.file, "r", &settings).map_err(transfer::policy_error)?;
-    let resident = transfer::page_cache_residency(&args.file, args.offset, size);
+    let opened = source.file()?;
+    let resident = transfer::page_cache_residency_of(&opened, args.offset, size);
+    let file = FileHandle::from_file(opened, &args.file, "r", &settings)
+        .map_err(transfer::policy_error)?;
 
     let mut buffer = transfer::WindowBuffer::new(&memory, size.min(args.buffer))?;
     buffer.prepare(&file)?;
@@ -84,40 +96,52 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         settings,
         report: result.report,
     };
-    if args.io.json {
-        return print_json(&output);
-    }
-    println!(
+    report::print(&if args.io.json {
+        report::json(&output)?
+    } else {
+        render(&output)
+    })
+}
+
+fn render(output: &Output<'_>) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
         "read {} from {} at offset {} into {}",
         Size(output.bytes),
-        args.file.display(),
-        args.offset,
+        output.file.display(),
+        output.offset,
         transfer::memory_name(output.memory.kind),
     );
-    println!(
+    let _ = writeln!(
+        text,
         "  {} bytes in {:.4} s: {}",
         output.bytes,
         output.seconds,
         transfer::rate(output.bytes, output.seconds)
     );
     if let Some(crc) = &output.checksum_crc32 {
-        println!("  CRC-32       {crc}");
+        let _ = writeln!(text, "  CRC-32       {crc}");
     }
-    println!(
+    let _ = writeln!(
+        text,
         "  page cache   {} of the range was cached before the read",
-        transfer::percent(resident)
+        transfer::percent(output.page_cache_resident_before)
     );
-    println!(
+    let _ = writeln!(
+        text,
         "  buffer       {} (reused for each window, faulted in before timing)",
         Size(output.buffer_bytes)
     );
-    println!(
+    let _ = writeln!(
+        text,
         "  memory       {}: {}",
         transfer::memory_name(output.memory.kind),
         output.memory.reason
     );
-    println!("\npath report\n{}", output.report);
-    Ok(())
+    let _ = writeln!(text, "\npath report\n{}", output.report);
+    text
 }
 
 /// The number of bytes to read, or why the range is bad.

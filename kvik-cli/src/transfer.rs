@@ -1,9 +1,10 @@
 //! What the commands that move data share: the I/O options, the choice of
-//! memory, reading and writing in windows with progress, CRC-32, atomic
-//! output files, page-cache residency, and mapping errors to exit codes.
+//! memory, reading and writing in windows with progress, CRC-32,
+//! page-cache residency, and mapping errors to exit codes. (Output files:
+//! `output_file`; sources: `source`.)
 
 use std::io::IsTerminal as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -262,20 +263,45 @@ impl WindowBuffer {
         }
     }
 
+    /// Fill up to `n` bytes from `source` (a stream: fewer at its end);
+    /// returns how many. A device window is filled through host memory.
+    pub fn fill_from(
+        &mut self,
+        n: usize,
+        source: &mut crate::source::Source,
+    ) -> Result<usize, CliError> {
+        let mut got = 0;
+        self.try_fill(n, |window| {
+            got = source.read_stream(window)?;
+            Ok(got)
+        })?;
+        Ok(got)
+    }
+
     /// Fill the first `n` bytes with `fill` (run on host memory; a device
     /// window is then uploaded).
     pub fn fill(&mut self, n: usize, fill: impl FnOnce(&mut [u8])) -> Result<(), CliError> {
+        self.try_fill(n, |window| {
+            fill(window);
+            Ok(window.len())
+        })
+    }
+
+    /// Let `fill` write up to `n` bytes on host memory and say how many it
+    /// wrote; a device window then gets those bytes uploaded.
+    fn try_fill(
+        &mut self,
+        n: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<usize, CliError>,
+    ) -> Result<(), CliError> {
         match self {
-            WindowBuffer::Host(b) => {
-                fill(&mut b[..n]);
-                Ok(())
-            }
+            WindowBuffer::Host(b) => fill(&mut b[..n]).map(drop),
             WindowBuffer::Device(d) => {
                 d.staging.resize(n, 0);
-                fill(&mut d.staging[..n]);
-                let mut view = d.slice.slice_mut(0..n);
+                let filled = fill(&mut d.staging[..n])?;
+                let mut view = d.slice.slice_mut(0..filled);
                 d.stream
-                    .memcpy_htod(&d.staging[..n], &mut view)
+                    .memcpy_htod(&d.staging[..filled], &mut view)
                     .and_then(|()| d.stream.synchronize())
                     .map_err(|e| cuda_failed("uploading the window to the GPU", e))
             }
@@ -317,6 +343,20 @@ pub fn progress(total: u64, what: &str, json: bool) -> ProgressBar {
     );
     bar.set_message(what.to_string());
     bar
+}
+
+/// The readable report's CRC-32 line (when there is one) and memory line.
+pub fn checksum_and_memory(text: &mut String, crc: Option<&String>, memory: &MemoryChoice) {
+    use std::fmt::Write as _;
+    if let Some(crc) = crc {
+        let _ = writeln!(text, "  CRC-32       {crc}");
+    }
+    let _ = writeln!(
+        text,
+        "  memory       {}: {}",
+        memory_name(memory.kind),
+        memory.reason
+    );
 }
 
 /// CRC-32 (IEEE, what `zlib.crc32` computes) as 8 lowercase hex digits.
@@ -376,35 +416,6 @@ pub fn host_buffer(len: u64) -> Result<AlignedBuffer, CliError> {
     Ok(buffer)
 }
 
-/// Refuse early a write of `bytes` that cannot fit: `statvfs` of the
-/// directory says fewer blocks are free (to anyone, root included) than the
-/// file needs. Writing until ENOSPC would fill the filesystem for everyone
-/// else first. Where `statvfs` fails, the write itself finds out.
-pub fn ensure_space(dir: &Path, bytes: u64, destination: &Path) -> Result<(), CliError> {
-    use std::os::unix::ffi::OsStrExt as _;
-    let Ok(c_dir) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-        return Ok(());
-    };
-    // SAFETY: an all-zero statvfs is valid; statvfs fills it.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // Filesystems that report no size at all (some FUSE and network ones)
-    // are not judged.
-    // SAFETY: a NUL-terminated path and a statvfs we own.
-    if unsafe { libc::statvfs(c_dir.as_ptr(), &mut st) } != 0 || st.f_blocks == 0 {
-        return Ok(());
-    }
-    let free = (st.f_bfree as u64).saturating_mul(st.f_frsize as u64);
-    if bytes > free {
-        return Err(CliError::Failed(format!(
-            "{} needs {} but its filesystem has {} free",
-            destination.display(),
-            kvik_policy::Size(bytes),
-            approximate(free)
-        )));
-    }
-    Ok(())
-}
-
 /// A range read through the stack, window by window.
 #[derive(Debug)]
 pub struct ReadResult {
@@ -461,171 +472,8 @@ pub fn read_windows(
     })
 }
 
-/// An output file written under a temporary name in the same directory and
-/// renamed into place only when complete: a failed command leaves nothing,
-/// and an old file of that name stays as it was until the new one is whole.
-///
-/// The data is always synced (`fdatasync`) before the rename, so that even
-/// a crash right after it finds the old file or the whole new one, never a
-/// half-written one. `--fsync` ([`Durability::Fsync`]) also makes the new
-/// file durable before the command returns: `fsync` of the file, then of
-/// its directory after the rename.
-#[derive(Debug)]
-pub struct AtomicOutput {
-    temporary: PathBuf,
-    destination: PathBuf,
-    /// Whether a file of that name existed when we started.
-    replaces: bool,
-    committed: bool,
-}
-
-/// How far [`AtomicOutput::commit`] goes before returning.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Durability {
-    /// Data synced, then renamed: atomic, but a crash soon after the
-    /// command may still find the old file.
-    Atomic,
-    /// File and directory synced: the new file survives a crash once the
-    /// command has returned.
-    Fsync,
-}
-
-impl Durability {
-    pub fn from_flag(fsync: bool) -> Durability {
-        if fsync {
-            Durability::Fsync
-        } else {
-            Durability::Atomic
-        }
-    }
-}
-
-/// What a commit did, for the report.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
-pub struct Committed {
-    pub durability: Durability,
-    /// Seconds spent in the syncs.
-    pub sync_seconds: f64,
-}
-
-impl AtomicOutput {
-    /// A new output of `bytes` bytes at `destination` (refused when its
-    /// filesystem cannot hold them).
-    pub fn new(destination: &Path, bytes: u64) -> Result<AtomicOutput, CliError> {
-        let name = destination.file_name().ok_or_else(|| {
-            CliError::Usage(format!("{} does not name a file", destination.display()))
-        })?;
-        let dir = parent_dir(destination);
-        if !dir.is_dir() {
-            return Err(CliError::Usage(format!(
-                "directory {} does not exist (for {})",
-                dir.display(),
-                destination.display()
-            )));
-        }
-        if destination.is_dir() {
-            return Err(CliError::Usage(format!(
-                "{} is a directory",
-                destination.display()
-            )));
-        }
-        let mut temporary_name = std::ffi::OsString::from(".");
-        temporary_name.push(name);
-        temporary_name.push(format!(".kvik-{}.tmp", std::process::id()));
-        let output = AtomicOutput {
-            temporary: dir.join(temporary_name),
-            destination: destination.to_path_buf(),
-            replaces: destination.exists(),
-            committed: false,
-        };
-        ensure_space(&dir, bytes, destination).map_err(|e| output.failed(e))?;
-        Ok(output)
-    }
-
-    /// Where to write until [`AtomicOutput::commit`].
-    pub fn temporary(&self) -> &Path {
-        &self.temporary
-    }
-
-    /// `e`, with what it means for the destination: until the commit, the
-    /// old file is untouched (or there is still none).
-    pub fn failed(&self, e: CliError) -> CliError {
-        if self.committed {
-            return e;
-        }
-        let note = if self.replaces {
-            format!("{} is unchanged", self.destination.display())
-        } else {
-            format!("{} was not created", self.destination.display())
-        };
-        match e {
-            CliError::Usage(m) => CliError::Usage(format!("{m} ({note})")),
-            CliError::Failed(m) => CliError::Failed(format!("{m} ({note})")),
-        }
-    }
-
-    /// Sync the data and move the file into place (and with
-    /// [`Durability::Fsync`], make that durable).
-    pub fn commit(
-        &mut self,
-        file: &FileHandle,
-        durability: Durability,
-    ) -> Result<Committed, CliError> {
-        let start = Instant::now();
-        match durability {
-            Durability::Atomic => file.sync_data(),
-            Durability::Fsync => file.sync_all(),
-        }
-        .map_err(policy_error)?;
-        let mut sync_seconds = start.elapsed().as_secs_f64();
-        std::fs::rename(&self.temporary, &self.destination).map_err(|e| {
-            CliError::Failed(format!(
-                "cannot rename {} to {}: {e}",
-                self.temporary.display(),
-                self.destination.display()
-            ))
-        })?;
-        self.committed = true;
-        if durability == Durability::Fsync {
-            let start = Instant::now();
-            let dir = parent_dir(&self.destination);
-            std::fs::File::open(&dir)
-                .and_then(|d| d.sync_all())
-                .map_err(|e| {
-                    CliError::Failed(format!(
-                        "{} is complete, but syncing its directory {} failed: {e} (the rename \
-                         may not survive a crash)",
-                        self.destination.display(),
-                        dir.display()
-                    ))
-                })?;
-            sync_seconds += start.elapsed().as_secs_f64();
-        }
-        Ok(Committed {
-            durability,
-            sync_seconds,
-        })
-    }
-}
-
-/// The readable report's line on durability.
-pub fn print_durability(committed: &Committed) {
-    match committed.durability {
-        Durability::Fsync => println!(
-            "  durable      yes: file and directory synced ({:.4} s)",
-            committed.sync_seconds
-        ),
-        Durability::Atomic => println!(
-            "  durable      data synced, then renamed into place ({:.4} s; --fsync to wait \
-             for the rename too)",
-            committed.sync_seconds
-        ),
-    }
-}
-
 /// `221.9 GiB`: a size for a message, rounded.
-fn approximate(bytes: u64) -> String {
+pub fn approximate(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes as f64;
     let mut unit = 0;
@@ -640,32 +488,20 @@ fn approximate(bytes: u64) -> String {
     }
 }
 
-/// The directory a path's file is in (`.` for a bare name).
-fn parent_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
-impl Drop for AtomicOutput {
-    fn drop(&mut self) {
-        if !self.committed {
-            let _ = std::fs::remove_file(&self.temporary);
-        }
-    }
-}
-
 /// The share of `offset..offset + len` of `path` that is in the page cache
 /// (0.0–1.0), from `mincore` over a read-only mapping; `None` when it cannot
 /// be told. Explains throughput: a cached range reads at memory speed, an
 /// uncached one at the storage's.
 pub fn page_cache_residency(path: &Path, offset: u64, len: u64) -> Option<f64> {
+    page_cache_residency_of(&std::fs::File::open(path).ok()?, offset, len)
+}
+
+/// [`page_cache_residency`] of a file already open.
+pub fn page_cache_residency_of(file: &std::fs::File, offset: u64, len: u64) -> Option<f64> {
     use std::os::fd::AsRawFd;
     if len == 0 {
         return None;
     }
-    let file = std::fs::File::open(path).ok()?;
     let page = kvik_policy::task::page_size();
     let start = offset / page * page;
     let map_len = usize::try_from(offset + len - start).ok()?;
@@ -704,23 +540,6 @@ pub fn percent(share: Option<f64>) -> String {
         Some(s) => format!("{:.0}%", s * 100.0),
         None => "unknown".into(),
     }
-}
-
-/// Check that `path` is an existing regular file we can name in errors.
-pub fn existing_file(path: &Path, what: &str) -> Result<u64, CliError> {
-    let meta = std::fs::metadata(path).map_err(|e| {
-        CliError::Usage(match e.kind() {
-            std::io::ErrorKind::NotFound => format!("{what} {} does not exist", path.display()),
-            _ => format!("{what} {}: {e}", path.display()),
-        })
-    })?;
-    if meta.is_dir() {
-        return Err(CliError::Usage(format!(
-            "{what} {} is a directory, not a file",
-            path.display()
-        )));
-    }
-    Ok(meta.len())
 }
 
 #[cfg(test)]

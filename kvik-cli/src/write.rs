@@ -8,8 +8,9 @@ use std::time::Instant;
 use kvik_policy::{FileHandle, Size};
 
 use crate::CliError;
-use crate::error::print_json;
-use crate::transfer::{self, AtomicOutput, Durability, IoArgs, parse_positive_size};
+use crate::output_file::{self, Durability, OutputFile};
+use crate::report;
+use crate::transfer::{self, IoArgs, parse_positive_size};
 
 /// What to fill the file with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -46,6 +47,7 @@ pub struct Args {
 
 #[derive(Debug, serde::Serialize)]
 struct Output<'a> {
+    #[serde(serialize_with = "kvik_policy::path_serde::serialize")]
     file: &'a std::path::Path,
     bytes: u64,
     seconds: f64,
@@ -55,7 +57,7 @@ struct Output<'a> {
     checksum_crc32: Option<String>,
     memory: transfer::MemoryChoice,
     settings: kvik_policy::Settings,
-    committed: transfer::Committed,
+    committed: output_file::Committed,
     report: kvik_policy::PathReport,
 }
 
@@ -141,9 +143,8 @@ fn splitmix64(x: u64) -> u64 {
 pub fn run(args: &Args) -> Result<(), CliError> {
     let settings = args.io.settings()?;
     let memory = transfer::choose_memory(args.io.host, args.io.device)?;
-    let mut output = AtomicOutput::new(&args.file, args.size)?;
-    let file = FileHandle::open_with(output.temporary(), "w", &settings)
-        .map_err(|e| output.failed(transfer::policy_error(e)))?;
+    let mut output = OutputFile::create(&args.file, Some(args.size), None)?;
+    let file = output.handle("w", &settings)?;
     // Windows are whole words so each starts the pattern on a word.
     let window = args.size.min(args.buffer.next_multiple_of(8));
     let mut buffer = transfer::WindowBuffer::new(&memory, window).map_err(|e| output.failed(e))?;
@@ -156,8 +157,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         .commit(&file, Durability::from_flag(args.fsync))
         .map_err(|e| output.failed(e))?;
 
-    let mut report = written.report;
-    report.path = args.file.clone();
+    // DST is in place: from here on, nothing fails the command.
     let out = Output {
         file: &args.file,
         bytes: args.size,
@@ -168,28 +168,36 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         memory,
         settings,
         committed,
-        report,
+        report: written.report,
     };
-    if args.io.json {
-        return print_json(&out);
-    }
-    println!(
+    let text = if args.io.json {
+        report::json(&out)
+    } else {
+        Ok(render(&out))
+    };
+    report::print_after_commit(text, &args.file);
+    Ok(())
+}
+
+fn render(out: &Output<'_>) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
         "wrote {} of {:?} to {}",
         Size(out.bytes),
-        args.pattern,
-        args.file.display()
+        out.pattern,
+        out.file.display()
     );
-    println!(
+    let _ = writeln!(
+        text,
         "  {} bytes in {:.4} s: {}",
         out.bytes,
         out.seconds,
         transfer::rate(out.bytes, out.seconds)
     );
-    if let Some(crc) = &out.checksum_crc32 {
-        println!("  CRC-32       {crc}");
-    }
-    println!("  memory       host: {}", out.memory.reason);
-    transfer::print_durability(&out.committed);
-    println!("\npath report\n{}", out.report);
-    Ok(())
+    transfer::checksum_and_memory(&mut text, out.checksum_crc32.as_ref(), &out.memory);
+    text.push_str(&output_file::summary(&out.committed));
+    let _ = writeln!(text, "\npath report\n{}", out.report);
+    text
 }

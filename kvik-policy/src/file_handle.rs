@@ -242,13 +242,10 @@ impl OpenOptions {
         options
             .mode(self.permissions)
             .custom_flags(self.custom_flags);
-        let file = options.open(path).map_err(|source| Error::Open {
-            path: path.to_path_buf(),
-            mode: self.mode,
-            direct: false,
-            source,
-        })?;
-        self.from_file(file, path)
+        let file = options
+            .open(path)
+            .map_err(|source| open_error(path, self.mode, source))?;
+        self.adopt(file, path, path.to_path_buf())
     }
 
     /// A handle on a file that is already open (with access matching the
@@ -257,13 +254,14 @@ impl OpenOptions {
     /// the same open file (`/proc/self/fd/N`), so a path swapped after the
     /// open cannot redirect it.
     pub fn from_file(&self, file: File, path: impl AsRef<Path>) -> Result<FileHandle> {
-        let path = path.as_ref();
-        let open_error = |source| Error::Open {
-            path: path.to_path_buf(),
-            mode: self.mode,
-            direct: false,
-            source,
-        };
+        // The file may have no name (O_TMPFILE) or another file may have
+        // taken it: the readiness check looks at the file itself.
+        let probe = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        self.adopt(file, path.as_ref(), probe)
+    }
+
+    fn adopt(&self, file: File, path: &Path, probe: PathBuf) -> Result<FileHandle> {
+        let open_error = |source| open_error(path, self.mode, source);
         let meta = file.metadata().map_err(open_error)?;
         if meta.is_dir() {
             return Err(open_error(std::io::Error::from_raw_os_error(libc::EISDIR)));
@@ -282,6 +280,7 @@ impl OpenOptions {
         let compat = self.compat_mode.unwrap_or(settings.compat_mode());
         let mut inner = Inner {
             path: path.to_path_buf(),
+            probe,
             mode: self.mode,
             file,
             direct: OnceLock::new(),
@@ -336,6 +335,9 @@ pub struct FileHandle {
 #[derive(Debug)]
 struct Inner {
     path: PathBuf,
+    /// What the readiness check opens: `path` for a handle opened by path,
+    /// the file's own `/proc/self/fd/N` for an adopted one.
+    probe: PathBuf,
     mode: OpenMode,
     /// The ordinary descriptor (O_CLOEXEC, as every descriptor std opens).
     file: File,
@@ -374,6 +376,22 @@ impl FileHandle {
     /// Options to open a file with: `FileHandle::options(OpenMode::Read)`.
     pub fn options(mode: OpenMode) -> OpenOptions {
         OpenOptions::new(mode)
+    }
+
+    /// Use `file`, already open (with access matching `mode`), under
+    /// `settings` fixed for the life of the handle. `path` names it in
+    /// reports and errors only: nothing is opened by that name (the file
+    /// may have none, as an `O_TMPFILE` file has none). See
+    /// [`OpenOptions::from_file`].
+    pub fn from_file(
+        file: File,
+        path: impl AsRef<Path>,
+        mode: &str,
+        settings: &Settings,
+    ) -> Result<FileHandle> {
+        OpenOptions::new(mode.parse()?)
+            .settings(settings.clone())
+            .from_file(file, path)
     }
 
     pub fn path(&self) -> &Path {
@@ -586,6 +604,16 @@ impl FileHandle {
     }
 }
 
+/// A failed open (of the ordinary descriptor) of `path`.
+fn open_error(path: &Path, mode: OpenMode, source: std::io::Error) -> Error {
+    Error::Open {
+        path: path.to_path_buf(),
+        mode,
+        direct: false,
+        source,
+    }
+}
+
 /// The memory of one request.
 pub(crate) enum Memory<'a> {
     Read(BufMut<'a>),
@@ -635,7 +663,10 @@ impl Inner {
             CompatMode::On => CuFileAvailability::not_asked(),
             CompatMode::Auto | CompatMode::Off => {
                 let driver = crate::cufile::driver().ok();
-                CuFileAvailability::from_readiness(&readiness::check_with(Some(&self.path), driver))
+                CuFileAvailability::from_readiness(&readiness::check_with(
+                    Some(&self.probe),
+                    driver,
+                ))
             }
         };
         let required = |source| Error::CuFileRequired {

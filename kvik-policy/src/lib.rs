@@ -33,6 +33,7 @@ extern crate self as kvik_policy;
 mod file_handle;
 pub mod gpu;
 pub mod path_report;
+pub mod path_serde;
 mod pending_io;
 pub mod plan;
 mod posix;

@@ -41,6 +41,7 @@ impl fmt::Display for Operation {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PathReport {
     pub operation: Operation,
+    #[serde(serialize_with = "crate::path_serde::serialize")]
     pub path: PathBuf,
     pub file_offset: u64,
     /// Bytes asked for.

@@ -1,0 +1,58 @@
+//! A command's report on stdout, and notes on stderr, written with error
+//! handling (`println!` panics when stdout is closed or full).
+//!
+//! A report is rendered whole, then written once. A reader that went away
+//! (EPIPE) ends the output quietly, as Unix tools do. After `write` /
+//! `copy` has put DST in place, nothing can turn that success into a
+//! failure: a report that cannot be written (`> /dev/full`) is a note on
+//! stderr and the exit status stays 0.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use crate::CliError;
+
+/// `value` as pretty JSON, with a final newline.
+pub fn json(value: &impl serde::Serialize) -> Result<String, CliError> {
+    serde_json::to_string_pretty(value)
+        .map(|mut text| {
+            text.push('\n');
+            text
+        })
+        .map_err(|e| CliError::Failed(format!("cannot encode the report as JSON: {e}")))
+}
+
+/// Write `text` to stdout; a closed pipe is not an error.
+pub fn print(text: &str) -> Result<(), CliError> {
+    write_stdout(text)
+        .map_err(|e| CliError::Failed(format!("cannot write the report to stdout: {e}")))
+}
+
+/// Write the report of a command that has already changed `destination`:
+/// any failure is a note on stderr, never an error.
+pub fn print_after_commit(text: Result<String, CliError>, destination: &Path) {
+    let failed = match text {
+        Ok(text) => write_stdout(&text).err().map(|e| e.to_string()),
+        Err(e) => Some(e.to_string()),
+    };
+    if let Some(why) = failed {
+        note(&format!(
+            "{} was written, but its report could not be: {why}",
+            destination.display()
+        ));
+    }
+}
+
+/// `kvik: note: …` on stderr (a stderr that cannot be written is ignored:
+/// there is nowhere left to say it).
+pub fn note(text: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "kvik: note: {text}");
+}
+
+fn write_stdout(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
