@@ -180,8 +180,12 @@ impl ParsedConfig {
 }
 
 /// The bytes of the regular file at `path`, at most `limit` of them
-/// ([`ConfigError::TooLarge`] past it, read no further than one byte past it).
-fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>, ConfigError> {
+/// ([`ConfigError::TooLarge`] past it, read no further than one byte past
+/// it); anything but a regular file is [`ConfigError::NotAFile`], found
+/// from the descriptor opened with `O_NONBLOCK`, without waiting. What
+/// [`ParsedConfig::read`] reads with; public so that tools reading other
+/// small files of their own (a saved benchmark run) apply the same rule.
+pub fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>, ConfigError> {
     use rustix::fs::{Mode, OFlags};
     use std::io::Read as _;
     let read_error = |source: std::io::Error| ConfigError::Read {

@@ -140,10 +140,8 @@ fn range(
             path.display()
         )),
         Some(size) => Ok(size),
-        None if offset == file_len => usage(format!(
-            "nothing to read: {} has {file_len} bytes and --offset is {offset}",
-            path.display()
-        )),
+        // To the end, which may be where it starts: an empty file reads as
+        // 0 bytes, as `copy` copies it.
         None => Ok(file_len - offset),
     }
 }

@@ -283,22 +283,10 @@ impl WindowBuffer {
     }
 }
 
-/// Map a kvik-policy error to an exit code: bad input (2) when the user
-/// named something unusable, operational failure (1) otherwise.
+/// A kvik-policy error as a command error; its exit code is decided with
+/// every other in `error.rs` (`CliError::code`).
 pub fn policy_error(e: Error) -> CliError {
-    let usage = match &e {
-        Error::Environment { .. } | Error::InvalidSetting { .. } | Error::OpenMode { .. } => true,
-        Error::Open { source, .. } => matches!(
-            source.raw_os_error(),
-            Some(libc::ENOENT | libc::EISDIR | libc::ENOTDIR | libc::EACCES | libc::EPERM)
-        ),
-        _ => false,
-    };
-    if usage {
-        CliError::Usage(e.to_string())
-    } else {
-        CliError::Failed(e.to_string())
-    }
+    CliError::Policy(e)
 }
 
 /// A progress bar on stderr when it is a terminal and the output is for
@@ -517,13 +505,7 @@ impl AtomicOutput {
             CliError::Usage(format!("{} does not name a file", destination.display()))
         })?;
         let dir = parent_dir(destination);
-        if !dir.is_dir() {
-            return Err(CliError::Usage(format!(
-                "directory {} does not exist (for {})",
-                dir.display(),
-                destination.display()
-            )));
-        }
+        crate::input::directory_for(&dir, destination)?;
         if destination.is_dir() {
             return Err(CliError::Usage(format!(
                 "{} is a directory",
@@ -559,10 +541,7 @@ impl AtomicOutput {
         } else {
             format!("{} was not created", self.destination.display())
         };
-        match e {
-            CliError::Usage(m) => CliError::Usage(format!("{m} ({note})")),
-            CliError::Failed(m) => CliError::Failed(format!("{m} ({note})")),
-        }
+        e.with_note(note)
     }
 
     /// Sync the data and move the file into place (and with
@@ -708,12 +687,7 @@ pub fn percent(share: Option<f64>) -> String {
 
 /// Check that `path` is an existing regular file we can name in errors.
 pub fn existing_file(path: &Path, what: &str) -> Result<u64, CliError> {
-    let meta = std::fs::metadata(path).map_err(|e| {
-        CliError::Usage(match e.kind() {
-            std::io::ErrorKind::NotFound => format!("{what} {} does not exist", path.display()),
-            _ => format!("{what} {}: {e}", path.display()),
-        })
-    })?;
+    let meta = std::fs::metadata(path).map_err(|e| CliError::io(what, path, e))?;
     if meta.is_dir() {
         return Err(CliError::Usage(format!(
             "{what} {} is a directory, not a file",
