@@ -735,10 +735,10 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     if let Some(path) = &args.save {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
-        std::fs::write(path, text + "\n").map_err(|e| CliError::io("--save", path, e))?;
+        crate::output::write_file("--save", path, (text + "\n").as_bytes())?;
     }
     if let Some(svg) = &args.plot {
-        plot::draw(svg, &report).map_err(|e| CliError::Failed(format!("--plot: {e}")))?;
+        save_plot(svg, &report)?;
     }
     if args.json {
         print_json(&report)?;
@@ -1007,9 +1007,15 @@ fn measure_all(args: &Args) -> Result<Report, CliError> {
         notes,
     };
     if let Some(svg) = &args.plot {
-        plot::draw(svg, &report).map_err(|e| CliError::Failed(format!("--plot: {e}")))?;
+        save_plot(svg, &report)?;
     }
     Ok(report)
+}
+
+/// `--plot FILE`: the chart of `report`.
+fn save_plot(path: &Path, report: &Report) -> Result<(), CliError> {
+    let svg = plot::render(report).map_err(|e| CliError::Failed(format!("--plot: {e}")))?;
+    crate::output::write_file("--plot", path, svg.as_bytes())
 }
 
 fn case_settings(

@@ -90,6 +90,7 @@ pub fn explain(path: &Path, error: &std::io::Error) -> Why {
         Some(libc::EACCES | libc::EPERM) => Why::Denied,
         Some(libc::EROFS) => Why::ReadOnly,
         Some(libc::ENAMETOOLONG) => Why::NameTooLong,
+        Some(libc::ENXIO) => Why::NoReader,
         _ => Why::Other(error.to_string()),
     }
 }
@@ -108,6 +109,8 @@ pub enum Why {
     Denied,
     ReadOnly,
     NameTooLong,
+    /// Opened to write without waiting: a FIFO no process reads, a socket.
+    NoReader,
     Other(String),
 }
 
@@ -125,6 +128,9 @@ impl fmt::Display for Why {
             Why::Denied => f.write_str("permission denied"),
             Why::ReadOnly => f.write_str("the filesystem is read-only"),
             Why::NameTooLong => f.write_str("the name is too long for the filesystem"),
+            Why::NoReader => f.write_str(
+                "nothing reads it (a FIFO with no reader, or a socket, which cannot be opened)",
+            ),
             Why::Other(text) => f.write_str(text),
         }
     }

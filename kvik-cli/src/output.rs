@@ -50,6 +50,27 @@ pub fn json(value: &impl serde::Serialize) -> Result<(), CliError> {
     write_stdout(text.as_bytes())
 }
 
+/// Write `bytes` to a file the user named for an output (`--save`,
+/// `--plot`), created or truncated as the shell's `>` does. A FIFO is
+/// written into when a process reads it and refused at once when none does
+/// (it is opened with `O_NONBLOCK`, so the open never waits for a reader);
+/// the writes themselves then block, at the reader's pace.
+pub fn write_file(what: &str, path: &std::path::Path, bytes: &[u8]) -> Result<(), CliError> {
+    use rustix::fs::{Mode, OFlags};
+    let failed = |e: std::io::Error| CliError::io(what, path, e);
+    let flags = OFlags::WRONLY
+        | OFlags::CREATE
+        | OFlags::TRUNC
+        | OFlags::NONBLOCK
+        | OFlags::NOCTTY
+        | OFlags::CLOEXEC;
+    let fd =
+        rustix::fs::open(path, flags, Mode::from_raw_mode(0o666)).map_err(|e| failed(e.into()))?;
+    let blocking = rustix::fs::fcntl_getfl(&fd).map_err(|e| failed(e.into()))? - OFlags::NONBLOCK;
+    rustix::fs::fcntl_setfl(&fd, blocking).map_err(|e| failed(e.into()))?;
+    std::fs::File::from(fd).write_all(bytes).map_err(failed)
+}
+
 /// Write bytes to stdout by the rules at the top of this module.
 fn write_stdout(bytes: &[u8]) -> Result<(), CliError> {
     if STDOUT_GONE.load(Ordering::Relaxed) {

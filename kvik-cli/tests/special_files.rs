@@ -172,3 +172,35 @@ fn bench_reads_a_saved_run_only_from_a_regular_file_and_within_a_bound() {
     let out = kvik(&["bench", "--from", p(&big)]);
     fails(&out, 2, &[p(&big), "is larger than the 16 MiB"]);
 }
+
+#[test]
+fn bench_writes_its_outputs_into_a_fifo_that_is_read_and_never_waits_for_one_that_is_not() {
+    let specials = Specials::new();
+    let saved = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bench/results/cpu-2core.json");
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap();
+    for flag in ["--save", "--plot"] {
+        // No reader: refused at once.
+        let out = kvik(&["bench", "--from", p(&saved), flag, p(&specials.fifo)]);
+        fails(&out, 2, &[flag, p(&specials.fifo), "nothing reads it"]);
+    }
+    // A reader: the run is written into the FIFO, as `cmd > fifo` would.
+    let fifo = specials.fifo.clone();
+    let reader = std::thread::spawn(move || std::fs::read(fifo).unwrap());
+    // The reader's open is about to wait for a writer: retry until it is
+    // there (the command refuses while it is not).
+    let mut written = false;
+    for _ in 0..200 {
+        let out = kvik(&["bench", "--from", p(&saved), "--save", p(&specials.fifo)]);
+        if out.status.code() == Some(0) {
+            written = true;
+            break;
+        }
+        fails(&out, 2, &["nothing reads it"]);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(written, "no reader appeared");
+    let bytes = reader.join().unwrap();
+    let read: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(read, expected, "the whole run came through the FIFO");
+}
