@@ -95,9 +95,10 @@ fn parse() -> Result<Command, CliError> {
             unsafe { libc::_exit(0) }
         }
         Err(e) => {
-            // A usage error: clap's message (in colour on a terminal) on
-            // stderr, whose failure is ignored like every write to stderr.
-            let _ = e.print();
+            // A usage error: clap's message on stderr, plain (clap would
+            // pass a value's control characters to a terminal as they
+            // are), its failure ignored like every write to stderr.
+            output::eprint_line(e.render().to_string().trim_end());
             // SAFETY: _exit ends the process; nothing is buffered.
             unsafe { libc::_exit(e.exit_code()) }
         }
