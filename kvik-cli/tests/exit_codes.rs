@@ -302,4 +302,11 @@ fn control_characters_in_names_never_reach_the_terminal() {
             );
         }
     }
+    // A bad value clap reports: its control characters are not passed on.
+    let out = run(kvik_cmd(&["read", "x", "--offset", "\x1b[2J4x"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped()));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("4x"), "{}", text(&out.stderr));
+    assert!(!out.stderr.contains(&0x1b), "{}", text(&out.stderr));
 }
