@@ -204,3 +204,30 @@ fn bench_writes_its_outputs_into_a_fifo_that_is_read_and_never_waits_for_one_tha
     let read: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(read, expected, "the whole run came through the FIFO");
 }
+
+#[test]
+fn kvik_cufile_library_naming_a_fifo_never_hangs_a_command() {
+    // dlopen of a FIFO waits for a writer: the loader refuses it first, and
+    // each command goes on as without libcufile.
+    let specials = Specials::new();
+    let data = specials.dir.path().join("data");
+    std::fs::write(&data, b"data").unwrap();
+    for args in [
+        vec!["check"],
+        vec!["read", p(&data), "--host"],
+        vec!["plan", "--size", "1MiB"],
+    ] {
+        let out = run(kvik_cmd(&args)
+            .env("KVIK_CUFILE_LIBRARY", &specials.fifo)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert!(all.contains("is not a regular file"), "{args:?}: {all}");
+    }
+}
