@@ -50,6 +50,30 @@ pub fn json(value: &impl serde::Serialize) -> Result<(), CliError> {
     write_stdout(text.as_bytes())
 }
 
+/// The result of printing a report after the command's change was
+/// committed (`write`, `copy`: DST already replaced). A report that could
+/// not be written is then a warning on stderr naming what was done, not a
+/// failure: exit 1 would say the change failed when it was made. Other
+/// errors pass through.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "for write and copy, whose reports move to this layer with the destination work"
+    )
+)]
+pub fn after_commit(report: Result<(), CliError>, done: &str) -> Result<(), CliError> {
+    match report {
+        Err(CliError::Output(e)) => {
+            eprint_line(&format!(
+                "kvik: warning: {done}, but the report could not be written to stdout: {e}"
+            ));
+            Ok(())
+        }
+        other => other,
+    }
+}
+
 /// Write `bytes` to a file the user named for an output (`--save`,
 /// `--plot`), created or truncated as the shell's `>` does. A FIFO is
 /// written into when a process reads it and refused at once when none does
@@ -169,6 +193,19 @@ impl fmt::Display for Escaped<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_report_that_fails_after_the_commit_is_not_a_failure() {
+        let full = || {
+            Err(CliError::Output(std::io::Error::from_raw_os_error(
+                libc::ENOSPC,
+            )))
+        };
+        assert!(after_commit(full(), "wrote /x").is_ok());
+        assert!(after_commit(Ok(()), "wrote /x").is_ok());
+        let other = after_commit(Err(CliError::Failed("sync failed".into())), "wrote /x");
+        assert_eq!(other.unwrap_err().code(), crate::error::FAILED);
+    }
 
     #[test]
     fn control_characters_are_shown_not_sent() {
