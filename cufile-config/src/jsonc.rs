@@ -11,6 +11,7 @@
 //! into [`Node`]s with line:column positions.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use jsonc_parser::ast;
 use jsonc_parser::errors::ParseErrorKind;
@@ -326,8 +327,9 @@ pub fn parse(text: &str) -> Document {
             lines: &lines,
             base: skip,
             diagnostics: &mut diagnostics,
+            path: String::new(),
         };
-        converter.node(value, "")
+        converter.node(value)
     });
     crate::diagnostic::sort(&mut diagnostics);
     Document { root, diagnostics }
@@ -387,6 +389,11 @@ struct Converter<'t, 'd> {
     /// Bytes skipped before the text given to the parser (a BOM).
     base: usize,
     diagnostics: &'d mut Vec<Diagnostic>,
+    /// The path of the value being converted, grown and cut back as the
+    /// walk goes down and up: one path for the whole walk, so that a value
+    /// costs its own key, not its depth (a path is copied, cut to a bounded
+    /// length, only into a diagnostic).
+    path: String,
 }
 
 impl Converter<'_, '_> {
@@ -394,7 +401,7 @@ impl Converter<'_, '_> {
         self.lines.position(self.base + offset)
     }
 
-    fn node(&mut self, value: ast::Value<'_>, path: &str) -> Node {
+    fn node(&mut self, value: ast::Value<'_>) -> Node {
         let (position, value) = match value {
             ast::Value::NullKeyword(n) => (self.position(n.range.start), Value::Null),
             ast::Value::BooleanLit(b) => (self.position(b.range.start), Value::Bool(b.value)),
@@ -408,34 +415,48 @@ impl Converter<'_, '_> {
             ),
             ast::Value::Array(a) => {
                 let position = self.position(a.range.start);
+                let parent = self.path.len();
                 let items = a
                     .elements
                     .into_iter()
                     .enumerate()
-                    .map(|(i, v)| self.node(v, &json_path::element(path, i)))
+                    .map(|(i, v)| {
+                        json_path::push_element(&mut self.path, i);
+                        let node = self.node(v);
+                        self.path.truncate(parent);
+                        node
+                    })
                     .collect();
                 (position, Value::Array(items))
             }
             ast::Value::Object(o) => {
                 let position = self.position(o.range.start);
-                (position, Value::Object(self.members(o.properties, path)))
+                (position, Value::Object(self.members(o.properties)))
             }
         };
         Node { value, position }
     }
 
-    fn members(&mut self, properties: Vec<ast::ObjectProp<'_>>, path: &str) -> Vec<Member> {
-        let mut members: Vec<Member> = Vec::with_capacity(properties.len());
+    /// The members of an object, duplicates resolved as jsoncpp resolves
+    /// them: the later value wins and takes the later place. Linear in the
+    /// number of members: an index from key to slot finds an earlier
+    /// duplicate, whose slot is emptied rather than removed.
+    fn members(&mut self, properties: Vec<ast::ObjectProp<'_>>) -> Vec<Member> {
+        let parent = self.path.len();
+        let mut slots: Vec<Option<Member>> = Vec::with_capacity(properties.len());
+        let mut index: HashMap<String, usize> = HashMap::with_capacity(properties.len());
         for property in properties {
             let (key, key_start) = match property.name {
                 ast::ObjectPropName::String(s) => (s.value.into_owned(), s.range.start),
                 ast::ObjectPropName::Word(w) => (w.value.to_owned(), w.range.start),
             };
             let key_position = self.position(key_start);
-            let child = json_path::child(path, &key);
-            let value = self.node(property.value, &child);
-            if let Some(earlier) = members.iter().position(|m| m.key == key) {
-                let replaced = members.remove(earlier);
+            json_path::push_key(&mut self.path, &key);
+            let value = self.node(property.value);
+            if let Some(earlier) = index.insert(key.clone(), slots.len())
+                && let Some(replaced) = slots[earlier].take()
+            {
+                let child = json_path::abbreviate(&self.path);
                 self.diagnostics.push(
                     Diagnostic::warning(
                         DiagnosticKind::DuplicateKey,
@@ -451,13 +472,14 @@ impl Converter<'_, '_> {
                     .with_help("delete one of the two"),
                 );
             }
-            members.push(Member {
+            self.path.truncate(parent);
+            slots.push(Some(Member {
                 key,
                 key_position,
                 value,
-            });
+            }));
         }
-        members
+        slots.into_iter().flatten().collect()
     }
 }
 

@@ -40,7 +40,7 @@ pub use defaults::{library_defaults, stock_file};
 pub use diagnostic::{Diagnostic, DiagnosticKind, FileDiagnostic, Position, Severity, summary};
 pub use effective::{ApiOverrides, EffectiveConfig, EffectiveSetting, LogDestination, Source};
 pub use env::Environment;
-pub use error::ConfigError;
+pub use error::{ConfigError, FileKind};
 pub use execution::{EffectiveExecution, ExecutionConfig, ExecutionSources};
 pub use library::Libcufile;
 pub use location::{ConfigLocation, DEFAULT_CONFIG_PATH, ENV_CONFIG_PATH, LocationSource};
@@ -86,33 +86,14 @@ impl ParsedConfig {
 
     /// Reads, parses and validates a file of at most [`MAX_FILE_BYTES`]
     /// (a larger one is [`ConfigError::TooLarge`], found without reading it
-    /// all: `/dev/zero` or a 100 MB log named by mistake cost no more than
-    /// the limit).
+    /// all: a 100 MB log named by mistake, or a `/proc` file that says it is
+    /// empty, costs no more than the limit). Only a regular file is read:
+    /// anything else (a FIFO, `/dev/zero`, a socket, a directory) is
+    /// [`ConfigError::NotAFile`], found without waiting: the path is opened
+    /// with `O_NONBLOCK` (opening a FIFO to read otherwise waits for a
+    /// writer) and the opened descriptor, not the path, is checked.
     pub fn read(path: &Path, options: &ValidateOptions) -> Result<ParsedConfig, ConfigError> {
-        use std::io::Read as _;
-        let read_error = |source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        };
-        let too_large = |size| ConfigError::TooLarge {
-            path: path.to_path_buf(),
-            size,
-            limit: MAX_FILE_BYTES,
-        };
-        let file = std::fs::File::open(path).map_err(read_error)?;
-        let meta = file.metadata().map_err(read_error)?;
-        if meta.is_file() && meta.len() > MAX_FILE_BYTES {
-            return Err(too_large(Some(meta.len())));
-        }
-        // Devices and pipes have no size: read one byte past the limit. (A
-        // directory fails here, with the OS's EISDIR.)
-        let mut bytes = Vec::new();
-        file.take(MAX_FILE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(read_error)?;
-        if bytes.len() as u64 > MAX_FILE_BYTES {
-            return Err(too_large(meta.is_file().then_some(meta.len())));
-        }
+        let bytes = read_regular_file(path, MAX_FILE_BYTES)?;
         let mut parsed = ParsedConfig::from_bytes(&bytes, options);
         parsed.path = Some(path.to_path_buf());
         Ok(parsed)
@@ -196,4 +177,56 @@ impl ParsedConfig {
         out.push_str(&format!("{file}: {}\n", summary(&self.diagnostics)));
         out
     }
+}
+
+/// The bytes of the regular file at `path`, at most `limit` of them
+/// ([`ConfigError::TooLarge`] past it, read no further than one byte past
+/// it); anything but a regular file is [`ConfigError::NotAFile`], found
+/// from the descriptor opened with `O_NONBLOCK`, without waiting. What
+/// [`ParsedConfig::read`] reads with; public so that tools reading other
+/// small files of their own (a saved benchmark run) apply the same rule.
+pub fn read_regular_file(path: &Path, limit: u64) -> Result<Vec<u8>, ConfigError> {
+    use rustix::fs::{Mode, OFlags};
+    use std::io::Read as _;
+    let read_error = |source: std::io::Error| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let not_a_file = |file_type: &std::fs::FileType| {
+        FileKind::of(file_type).map(|kind| ConfigError::NotAFile {
+            path: path.to_path_buf(),
+            kind,
+        })
+    };
+    let fd = rustix::fs::open(path, flags, Mode::empty()).map_err(|e| {
+        // A socket cannot be opened at all (ENXIO): say what it is.
+        std::fs::metadata(path)
+            .ok()
+            .and_then(|meta| not_a_file(&meta.file_type()))
+            .unwrap_or_else(|| read_error(e.into()))
+    })?;
+    let file = std::fs::File::from(fd);
+    let meta = file.metadata().map_err(read_error)?;
+    if let Some(refused) = not_a_file(&meta.file_type()) {
+        return Err(refused);
+    }
+    let too_large = |size| ConfigError::TooLarge {
+        path: path.to_path_buf(),
+        size,
+        limit,
+    };
+    if meta.len() > limit {
+        return Err(too_large(Some(meta.len())));
+    }
+    // The size a file reports is not a bound (`/proc` files say 0, and a
+    // file may grow while read): read one byte past the limit.
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(None));
+    }
+    Ok(bytes)
 }

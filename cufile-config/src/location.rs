@@ -7,6 +7,8 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::FileKind;
+
 pub const ENV_CONFIG_PATH: &str = "CUFILE_ENV_PATH_JSON";
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/cufile.json";
 
@@ -45,13 +47,19 @@ pub struct ConfigLocation {
 
 impl ConfigLocation {
     /// Why `path` is not read, when it is not (`exists` is false): it does
-    /// not exist, or it is not a regular file (a directory, a device).
+    /// not exist, or it is not a regular file (a directory, a FIFO, a device).
     pub fn why_not_read(&self) -> Option<&'static str> {
         let path = self.path.as_ref().filter(|_| !self.exists)?;
         Some(match std::fs::metadata(path) {
             Err(_) => "does not exist",
-            Ok(meta) if meta.is_dir() => "is a directory, not a file",
-            Ok(_) => "is not a regular file",
+            Ok(meta) => match FileKind::of(&meta.file_type()) {
+                Some(FileKind::Directory) => "is a directory, not a regular file",
+                Some(FileKind::Fifo) => "is a FIFO (named pipe), not a regular file",
+                Some(FileKind::CharacterDevice) => "is a character device, not a regular file",
+                Some(FileKind::BlockDevice) => "is a block device, not a regular file",
+                Some(FileKind::Socket) => "is a socket, not a regular file",
+                _ => "is not a regular file",
+            },
         })
     }
 

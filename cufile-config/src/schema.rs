@@ -9,6 +9,9 @@
 //! error) or, where the library has no such message, NVIDIA's documentation
 //! ("should be 4K aligned" → warning).
 
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
 use crate::diagnostic::Severity;
 use crate::library::Libcufile;
 
@@ -128,9 +131,46 @@ impl Setting {
     }
 }
 
+/// The schema indexed by path, section and last key, built once: validation
+/// asks about every key of a file, and a file may have a hundred thousand.
+struct Index {
+    by_path: HashMap<&'static str, &'static Setting>,
+    /// Every object that holds settings (`"fs"`, `"fs.lustre"`).
+    sections: HashSet<&'static str>,
+    /// The first setting (in [`SETTINGS`] order) with each last key.
+    by_key: HashMap<&'static str, &'static Setting>,
+}
+
+fn index() -> &'static Index {
+    static INDEX: OnceLock<Index> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut index = Index {
+            by_path: HashMap::new(),
+            sections: HashSet::new(),
+            by_key: HashMap::new(),
+        };
+        for setting in SETTINGS {
+            index.by_path.insert(setting.path, setting);
+            index.by_key.entry(setting.key()).or_insert(setting);
+            let mut end = setting.path.len();
+            while let Some(dot) = setting.path[..end].rfind('.') {
+                index.sections.insert(&setting.path[..dot]);
+                end = dot;
+            }
+        }
+        index
+    })
+}
+
 /// The setting at `path`, if libcufile reads such a key.
 pub fn setting(path: &str) -> Option<&'static Setting> {
-    SETTINGS.iter().find(|s| s.path == path)
+    index().by_path.get(path).copied()
+}
+
+/// The first setting whose last key is `key` (`max_io_threads` →
+/// `execution.max_io_threads`).
+pub fn setting_with_key(key: &str) -> Option<&'static Setting> {
+    index().by_key.get(key).copied()
 }
 
 /// The settings below the object at `path` (`"fs.lustre"`).
@@ -144,7 +184,7 @@ pub fn settings_under(path: &str) -> impl Iterator<Item = &'static Setting> + '_
 
 /// Whether `path` is an object that holds settings (`"fs"`, `"fs.lustre"`).
 pub fn is_section(path: &str) -> bool {
-    settings_under(path).next().is_some()
+    index().sections.contains(path)
 }
 
 /// The libcufile versions that read anything below the section at `path`.
@@ -914,6 +954,24 @@ pub static SETTINGS: &[Setting] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_index_answers_as_a_scan_of_the_table_does() {
+        for known in SETTINGS {
+            assert_eq!(setting(known.path), Some(known));
+            let first = SETTINGS.iter().find(|s| s.key() == known.key());
+            assert_eq!(setting_with_key(known.key()), first);
+            for (at, _) in known.path.match_indices('.') {
+                let prefix = &known.path[..at];
+                assert!(is_section(prefix), "{prefix}");
+                assert_eq!(settings_under(prefix).next().is_some(), is_section(prefix));
+            }
+            assert!(!is_section(known.path));
+        }
+        assert!(!is_section(""));
+        assert!(!is_section("nonexistent"));
+        assert_eq!(setting("execution"), None);
+    }
 
     #[test]
     fn paths_are_unique_and_sections_are_not_settings() {

@@ -33,6 +33,7 @@ pub(crate) fn validate(root: &Node, options: &ValidateOptions) -> Validation {
     let mut walker = Walker {
         options,
         diagnostics: Vec::new(),
+        typo_searches_left: TYPO_SEARCHES,
     };
     let Value::Object(members) = &root.value else {
         walker.diagnostics.push(
@@ -88,6 +89,7 @@ pub(crate) fn check_value(
     let mut walker = Walker {
         options: &options,
         diagnostics: Vec::new(),
+        typo_searches_left: 0,
     };
     let out = walker.leaf(setting, &Node::from_json(value), setting.path);
     match (out, walker.diagnostics.iter().find(|d| d.is_error())) {
@@ -118,7 +120,15 @@ pub(crate) fn env_value(kind: &Kind, text: &str) -> serde_json::Value {
 struct Walker<'o> {
     options: &'o ValidateOptions,
     diagnostics: Vec<Diagnostic>,
+    /// How many more unknown keys get a "did you mean" search. Each search
+    /// measures the key against every known key of its section; a file of a
+    /// hundred thousand unknown keys would spend seconds on suggestions no
+    /// one reads, so only the first [`TYPO_SEARCHES`] are searched.
+    typo_searches_left: usize,
 }
+
+/// Unknown keys per file that get a "did you mean" search.
+const TYPO_SEARCHES: usize = 100;
 
 /// A JSON number, classified the way a whole-number setting reads it.
 enum WholeNumber {
@@ -173,8 +183,13 @@ fn one_of(values: &[&str]) -> String {
     format!("one of {}", quoted.join(", "))
 }
 
-/// The candidate closest to `word`, if it is close enough to be a typo.
+/// The candidate closest to `word`, if it is close enough to be a typo. A
+/// word longer than any key could be a typo of is not compared: the distance
+/// costs the product of the lengths (a 1 MiB key against every candidate).
 fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    if word.chars().nth(json_path::MAX_KEY_CHARS).is_some() {
+        return None;
+    }
     candidates
         .into_iter()
         .map(|c| (strsim::normalized_damerau_levenshtein(word, c), c))
@@ -278,15 +293,17 @@ impl Walker<'_> {
             at,
             format!("unknown key {}: cuFile does not read it", display(path)),
         );
+        let search = self.typo_searches_left > 0;
+        self.typo_searches_left = self.typo_searches_left.saturating_sub(1);
         let help = if let Some((_, meant)) = schema::ALIASES.iter().find(|(a, _)| *a == path) {
             Some(format!("did you mean {meant}?"))
-        } else if let Some(best) = closest(key, schema::keys_in(parent)) {
+        } else if let Some(best) = search
+            .then(|| closest(key, schema::keys_in(parent)))
+            .flatten()
+        {
             Some(format!("did you mean {}?", json_path::child(parent, best)))
         } else {
-            schema::SETTINGS
-                .iter()
-                .find(|s| s.key() == key)
-                .map(|s| format!("{key} belongs in {}", s.path))
+            schema::setting_with_key(key).map(|s| format!("{key} belongs in {}", s.path))
         };
         if let Some(help) = help {
             diagnostic = diagnostic.with_help(help);

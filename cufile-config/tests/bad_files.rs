@@ -4,7 +4,9 @@
 
 use std::io::Write as _;
 
-use cufile_config::{ConfigError, MAX_FILE_BYTES, ParsedConfig, Severity, ValidateOptions};
+use cufile_config::{
+    ConfigError, FileKind, MAX_FILE_BYTES, ParsedConfig, Severity, ValidateOptions,
+};
 
 fn options() -> ValidateOptions {
     ValidateOptions::default()
@@ -39,13 +41,53 @@ fn a_100_mb_file_is_refused_by_its_size_without_reading_it() {
 }
 
 #[test]
-fn an_endless_device_is_read_only_up_to_the_limit() {
-    match ParsedConfig::read("/dev/zero".as_ref(), &options()) {
-        Err(ConfigError::TooLarge { size, limit, .. }) => {
-            assert_eq!((size, limit), (None, MAX_FILE_BYTES));
+fn only_a_regular_file_is_read_and_a_fifo_or_a_device_never_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.json");
+    make_fifo(&fifo);
+    let socket = dir.path().join("socket.json");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    for (path, kind) in [
+        (fifo.as_path(), FileKind::Fifo),
+        (socket.as_path(), FileKind::Socket),
+        ("/dev/zero".as_ref(), FileKind::CharacterDevice),
+        ("/dev/null".as_ref(), FileKind::CharacterDevice),
+        (dir.path(), FileKind::Directory),
+    ] {
+        match ParsedConfig::read(path, &options()) {
+            Err(err @ ConfigError::NotAFile { .. }) => {
+                let ConfigError::NotAFile { kind: found, .. } = &err else {
+                    unreachable!()
+                };
+                assert_eq!(*found, kind, "{}", path.display());
+                let text = err.to_string();
+                assert!(text.contains(path.to_str().unwrap()), "{text}");
+                assert!(text.contains(kind.describe()), "{text}");
+            }
+            other => panic!("{}: expected NotAFile, got {other:?}", path.display()),
         }
-        other => panic!("expected TooLarge, got {other:?}"),
     }
+}
+
+#[test]
+fn a_proc_file_that_says_it_is_empty_is_read_to_its_end() {
+    // /proc files report size 0: the size is not taken as the content's.
+    let parsed = ParsedConfig::read("/proc/self/status".as_ref(), &options()).unwrap();
+    assert!(parsed.has_errors(), "it is not JSON");
+    assert_eq!(parsed.diagnostics[0].line, 1);
+}
+
+/// `mkfifo PATH`.
+fn make_fifo(path: &std::path::Path) {
+    use rustix::fs::{FileType, Mode};
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        FileType::Fifo,
+        Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -124,9 +166,9 @@ fn binary_garbage_is_diagnosed_not_trusted() {
 }
 
 #[test]
-fn a_directory_or_a_missing_file_is_a_read_error_naming_it() {
+fn a_missing_file_is_a_read_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
-    for path in [dir.path().to_path_buf(), dir.path().join("missing.json")] {
+    for path in [dir.path().join("missing.json")] {
         match ParsedConfig::read(&path, &options()) {
             Err(err @ ConfigError::Read { .. }) => {
                 assert!(err.to_string().contains(path.to_str().unwrap()), "{err}");

@@ -404,6 +404,18 @@ enum OpenError {
 }
 
 fn open(candidate: &OsString, origin: CandidateOrigin) -> Result<CuFileLibrary, OpenError> {
+    // dlopen of a FIFO waits for a writer forever, and of a device reads
+    // it: a path (not a soname, which the loader searches) must name a
+    // regular file.
+    if candidate.as_encoded_bytes().contains(&b'/')
+        && let Ok(meta) = std::fs::metadata(candidate)
+        && !meta.is_file()
+    {
+        return Err(OpenError::Dl(format!(
+            "{} is not a regular file (a FIFO, a device, a socket or a directory): not loaded",
+            candidate.to_string_lossy()
+        )));
+    }
     // SAFETY: loading runs the library's initializers; libcufile's do not
     // open the driver (checked on 1.15 and 1.20 without a CUDA driver).
     let library =
@@ -538,6 +550,28 @@ mod tests {
             attempts[0].message
         );
         assert!(err.to_string().contains("/nonexistent/kvik/libcufile.so.0"));
+    }
+
+    #[test]
+    fn a_path_that_is_not_a_regular_file_is_refused_without_opening_it() {
+        let dir = std::env::temp_dir().join(format!("cufile-sys-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("libcufile.so.0");
+        let _ = std::fs::remove_file(&fifo);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        for path in [fifo.as_path(), Path::new("/dev/zero"), dir.as_path()] {
+            // dlopen of the FIFO would never return: the test would hang.
+            let err = CuFileLibrary::load_from(path).unwrap_err();
+            assert!(err.to_string().contains("is not a regular file"), "{err}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

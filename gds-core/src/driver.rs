@@ -19,6 +19,7 @@
 //! The bookkeeping is a small state machine (`Lifecycle`) that knows
 //! nothing of cuFile, so its rules are tested without a GPU.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, Weak};
 
 use cufile_sys::bindings::CUfileDrvProps_t;
@@ -201,6 +202,40 @@ pub(crate) struct DriverOpen<'a> {
     _held: RwLockReadGuard<'a, bool>,
 }
 
+/// The cufile.json cuFile will open (`CUFILE_ENV_PATH_JSON`, else
+/// `/etc/cufile.json`) is a regular file, a directory (whose read fails at
+/// once) or nothing.
+fn config_is_readable() -> Result<()> {
+    config_is_readable_at(
+        std::env::var_os(cufile_config::ENV_CONFIG_PATH),
+        std::path::Path::new(cufile_config::DEFAULT_CONFIG_PATH),
+    )
+}
+
+/// [`config_is_readable`] for a value of `CUFILE_ENV_PATH_JSON` and a
+/// default path.
+fn config_is_readable_at(
+    env_value: Option<std::ffi::OsString>,
+    default_path: &std::path::Path,
+) -> Result<()> {
+    use cufile_config::{FileKind, LocationSource};
+    let (path, found_by) = match env_value {
+        Some(value) if !value.is_empty() => (PathBuf::from(value), LocationSource::Environment),
+        _ => (default_path.to_path_buf(), LocationSource::DefaultPath),
+    };
+    let Ok(meta) = std::fs::metadata(&path) else {
+        return Ok(());
+    };
+    match FileKind::of(&meta.file_type()) {
+        None | Some(FileKind::Directory) => Ok(()),
+        Some(kind) => Err(Error::ConfigNotAFile {
+            path,
+            found_by,
+            kind,
+        }),
+    }
+}
+
 impl Driver {
     /// Open (or join) the driver with default options.
     pub fn open() -> Result<Driver> {
@@ -287,6 +322,9 @@ impl Driver {
 fn open_driver(lib: &'static CuFileLibrary, options: DriverOptions) -> Result<Opened> {
     // The hazard guard: no GPU, no cuFileDriverOpen.
     crate::cuda::probe()?;
+    // And no cuFileDriverOpen that would read its configuration from a
+    // FIFO (waiting for a writer) or a device (without end).
+    config_is_readable()?;
     let log = crate::log::location(lib);
     let stats = lib.feature(Feature::Stats).available();
     if stats
@@ -449,6 +487,44 @@ impl DriverProperties {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_config_that_is_a_fifo_or_a_device_stops_the_driver_open() {
+        let dir = std::env::temp_dir().join(format!("gds-core-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("cufile.json");
+        let _ = std::fs::remove_file(&fifo);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let missing = dir.join("missing.json");
+        for (env, default, refused) in [
+            (Some(fifo.clone().into_os_string()), missing.as_path(), true),
+            (None, fifo.as_path(), true),
+            (Some("".into()), fifo.as_path(), true),
+            (Some("/dev/zero".into()), missing.as_path(), true),
+            (
+                Some(missing.clone().into_os_string()),
+                fifo.as_path(),
+                false,
+            ),
+            (None, missing.as_path(), false),
+            (Some(dir.clone().into_os_string()), missing.as_path(), false),
+        ] {
+            let result = config_is_readable_at(env.clone(), default);
+            assert_eq!(
+                matches!(result, Err(Error::ConfigNotAFile { .. })),
+                refused,
+                "{env:?} {default:?}: {result:?}"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn properties_decode_bits_and_find_the_direct_path() {

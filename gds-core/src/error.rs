@@ -72,6 +72,19 @@ pub enum Error {
     /// ([`Driver::shutdown`](crate::Driver::shutdown)); open a new one.
     #[error("{operation}: the cuFile driver was shut down")]
     DriverClosed { operation: &'static str },
+    /// The cufile.json cuFile would read is not a regular file (a FIFO, a
+    /// device): libcufile would wait for a FIFO's writer, or read a device
+    /// without end, inside `cuFileDriverOpen`, so the driver is not opened.
+    #[error(
+        "cuFile would read its configuration from {} ({found_by}), which is {kind}, not a \
+         regular file: cuFileDriverOpen would wait on it, so it is not called",
+        .path.display()
+    )]
+    ConfigNotAFile {
+        path: PathBuf,
+        found_by: cufile_config::LocationSource,
+        kind: cufile_config::FileKind,
+    },
 
     /// Statistics cannot be read from this library.
     #[error("cuFile statistics unavailable: {reason}")]

@@ -223,9 +223,12 @@ pub fn direct_io(path: &Path) -> DirectIo {
         };
         return result;
     }
+    // O_NONBLOCK: should PATH have become a FIFO since the caller looked,
+    // the open returns instead of waiting for a writer (it changes nothing
+    // for files and block devices).
     match std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_DIRECT)
+        .custom_flags(libc::O_DIRECT | libc::O_NONBLOCK)
         .open(path)
     {
         Ok(file) => {

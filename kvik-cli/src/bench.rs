@@ -735,18 +735,17 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     if let Some(path) = &args.save {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
-        std::fs::write(path, text + "\n")
-            .map_err(|e| CliError::Failed(format!("--save {}: {e}", path.display())))?;
+        crate::output::write_file("--save", path, (text + "\n").as_bytes())?;
     }
     if let Some(svg) = &args.plot {
-        plot::draw(svg, &report).map_err(|e| CliError::Failed(format!("--plot: {e}")))?;
+        save_plot(svg, &report)?;
     }
     if args.json {
         print_json(&report)?;
     } else {
-        print!("{}", table::render(&report));
+        crate::output::print(&table::render(&report))?;
         if let Some(svg) = &args.plot {
-            println!("\nplot: {}", svg.display());
+            crate::output::outln!("\nplot: {}", crate::output::escaped(svg))?;
         }
     }
     if !report.cases.is_empty() && report.cases.iter().all(|c| c.throughput.is_none()) {
@@ -763,18 +762,17 @@ pub fn run(args: &Args) -> Result<(), CliError> {
 
 /// A saved run.
 fn load(path: &Path) -> Result<Report, CliError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::Usage(format!("--from {}: {e}", path.display())))?;
+    let text = crate::input::read_text("--from", path, crate::input::MAX_RESULTS_BYTES)?;
     let report: Report = serde_json::from_str(&text).map_err(|e| {
         CliError::Usage(format!(
             "--from {}: not a kvik bench result ({SCHEMA}): {e}",
-            path.display()
+            crate::output::escaped(path)
         ))
     })?;
     if report.schema != SCHEMA {
         return Err(CliError::Usage(format!(
             "--from {}: schema {:?}, this kvik reads {SCHEMA:?}",
-            path.display(),
+            crate::output::escaped(path),
             report.schema
         )));
     }
@@ -819,10 +817,10 @@ fn measure_all(args: &Args) -> Result<Report, CliError> {
     };
     let kvikio = match &args.kvikio {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| CliError::Usage(format!("--kvikio {}: {e}", p.display())))?;
-            reference::parse_kvikio_lines(&text)
-                .map_err(|e| CliError::Usage(format!("--kvikio {}: {e}", p.display())))?
+            let text = crate::input::read_text("--kvikio", p, crate::input::MAX_RESULTS_BYTES)?;
+            reference::parse_kvikio_lines(&text).map_err(|e| {
+                CliError::Usage(format!("--kvikio {}: {e}", crate::output::escaped(p)))
+            })?
         }
         None => vec![],
     };
@@ -1009,9 +1007,15 @@ fn measure_all(args: &Args) -> Result<Report, CliError> {
         notes,
     };
     if let Some(svg) = &args.plot {
-        plot::draw(svg, &report).map_err(|e| CliError::Failed(format!("--plot: {e}")))?;
+        save_plot(svg, &report)?;
     }
     Ok(report)
+}
+
+/// `--plot FILE`: the chart of `report`.
+fn save_plot(path: &Path, report: &Report) -> Result<(), CliError> {
+    let svg = plot::render(report).map_err(|e| CliError::Failed(format!("--plot: {e}")))?;
+    crate::output::write_file("--plot", path, svg.as_bytes())
 }
 
 fn case_settings(

@@ -4,12 +4,13 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use cufile_config::LocationSource;
+use cufile_config::{FileKind, LocationSource};
 use gds_core::log::LogLocation;
 use gds_core::readiness::{self, DriverFact, LibcufileFact, Readiness, RegistrationFact};
 
 use crate::CliError;
 use crate::error::print_json;
+use crate::output::escaped;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -21,20 +22,31 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<(), CliError> {
-    if let Some(path) = &args.path
-        && !path.exists()
-    {
-        return Err(CliError::Usage(format!(
-            "PATH {} does not exist",
-            path.display()
-        )));
+    if let Some(path) = &args.path {
+        check_path(path)?;
     }
     let report = readiness::check(args.path.as_deref());
     if args.json {
         print_json(&report)
     } else {
-        print!("{}", render(&report));
-        Ok(())
+        crate::output::print(&render(&report))
+    }
+}
+
+/// PATH must be a directory (where files would be created) or a file
+/// cuFile could open: a regular file or a block device. A FIFO, a socket or
+/// a character device is refused before anything opens it: cuFile registers
+/// none of them, and opening a FIFO (the O_DIRECT probe does) waits for a
+/// writer forever.
+fn check_path(path: &std::path::Path) -> Result<(), CliError> {
+    match crate::input::kind("PATH", path)? {
+        None | Some(FileKind::Directory | FileKind::BlockDevice) => Ok(()),
+        Some(kind) => Err(CliError::Usage(format!(
+            "PATH {} is {kind}: kvik check takes a directory, a regular file or a block \
+             device (cuFile reads and writes those; opening this would not tell, and a FIFO's \
+             open waits for a writer)",
+            escaped(path)
+        ))),
     }
 }
 
@@ -82,7 +94,7 @@ pub fn render(r: &Readiness) -> String {
                 driver
                     .library
                     .as_ref()
-                    .map(|p| p.display().to_string())
+                    .map(|p| escaped(&p).to_string())
                     .unwrap_or_else(|| "libcuda.so.1".into()),
                 driver.version_string(),
                 driver.devices.len(),
@@ -154,11 +166,11 @@ pub fn render(r: &Readiness) -> String {
                 cufile_config::DEFAULT_CONFIG_PATH
             ),
             (source, Some(path)) if location.exists => {
-                format!("{} (from {source})", path.display())
+                format!("{} (from {source})", escaped(&path))
             }
             (source, Some(path)) => format!(
                 "{} (from {source}) {}",
-                path.display(),
+                escaped(&path),
                 location.why_not_read().unwrap_or("cannot be read")
             ),
             (source, None) => format!("from {source}"),
@@ -196,10 +208,10 @@ pub fn render(r: &Readiness) -> String {
         let direct = &p.direct_io;
         let registration = match &p.registration {
             RegistrationFact::Registered { file } => {
-                format!("cuFile registered {}", file.display())
+                format!("cuFile registered {}", escaped(&file))
             }
             RegistrationFact::Failed { file, error } => {
-                format!("cuFile cannot register {}: {error}", file.display())
+                format!("cuFile cannot register {}: {error}", escaped(&file))
             }
             RegistrationFact::NotTried { reason } => {
                 format!("cuFile registration not tried: {reason}")
@@ -207,7 +219,7 @@ pub fn render(r: &Readiness) -> String {
         };
         row(
             "path",
-            format!("{}\n{fs}\n{direct}\n{registration}", p.path.display()),
+            format!("{}\n{fs}\n{direct}\n{registration}", escaped(&p.path)),
         );
     }
 
@@ -220,10 +232,10 @@ pub fn render(r: &Readiness) -> String {
 
 fn describe_log(log: &LogLocation) -> String {
     match log {
-        LogLocation::Environment { path } => format!("{} (CUFILE_LOGFILE_PATH)", path.display()),
-        LogLocation::ConfigDir { dir } => format!("in {} (logging.dir)", dir.display()),
-        LogLocation::Redirected { path } => path.display().to_string(),
-        LogLocation::WorkingDirectory { path } => format!("{} (cuFile's default)", path.display()),
+        LogLocation::Environment { path } => format!("{} (CUFILE_LOGFILE_PATH)", escaped(&path)),
+        LogLocation::ConfigDir { dir } => format!("in {} (logging.dir)", escaped(&dir)),
+        LogLocation::Redirected { path } => escaped(&path).to_string(),
+        LogLocation::WorkingDirectory { path } => format!("{} (cuFile's default)", escaped(&path)),
     }
 }
 

@@ -15,6 +15,7 @@ use cufile_config::{
 
 use crate::CliError;
 use crate::error::print_json;
+use crate::output::{self, escaped, outln};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -89,8 +90,10 @@ fn read(chosen: &Chosen, common: &Common) -> Result<ParsedConfig, CliError> {
         library: common.library,
         check_paths: common.check_paths,
     };
-    ParsedConfig::read(&chosen.path, &options)
-        .map_err(|e| CliError::Usage(format!("{e} ({})", chosen.why)))
+    ParsedConfig::read(&chosen.path, &options).map_err(|error| CliError::Config {
+        error,
+        context: chosen.why.clone(),
+    })
 }
 
 fn no_file_message() -> String {
@@ -104,7 +107,7 @@ fn no_file_message() -> String {
 fn refused(chosen: &Chosen, parsed: &ParsedConfig) -> CliError {
     CliError::Failed(format!(
         "cuFile refuses {}: {}",
-        chosen.path.display(),
+        escaped(&chosen.path),
         summary(&parsed.diagnostics)
     ))
 }
@@ -114,15 +117,18 @@ fn validate(common: &Common) -> Result<(), CliError> {
         if common.json {
             return print_json(&Vec::<()>::new());
         }
-        println!("{}", no_file_message());
-        return Ok(());
+        return outln!("{}", no_file_message());
     };
     let parsed = read(&chosen, common)?;
-    let name = chosen.path.display().to_string();
     if common.json {
+        // The name as it is where it is text; escaped where it is not.
+        let name = match chosen.path.to_str() {
+            Some(name) => name.to_owned(),
+            None => escaped(&chosen.path).to_string(),
+        };
         print_json(&parsed.file_diagnostics(&name))?;
     } else {
-        print!("{}", parsed.render(&name));
+        output::print(&parsed.render(&escaped(&chosen.path).to_string()))?;
     }
     if parsed.has_errors() {
         return Err(refused(&chosen, &parsed));
@@ -161,10 +167,12 @@ fn show(args: &ShowArgs) -> Result<(), CliError> {
             "environment_diagnostics": effective.diagnostics,
         }))?;
     } else {
-        print!(
-            "{}",
-            render_show(chosen.as_ref(), parsed.as_ref(), &effective, args.all)
-        );
+        output::print(&render_show(
+            chosen.as_ref(),
+            parsed.as_ref(),
+            &effective,
+            args.all,
+        ))?;
     }
     match (chosen, parsed) {
         (Some(c), Some(p)) if p.has_errors() => Err(refused(&c, &p)),
@@ -192,7 +200,7 @@ fn render_show(
             let _ = writeln!(
                 out,
                 "cufile.json  {} ({}): {}",
-                c.path.display(),
+                escaped(&c.path),
                 c.why,
                 summary(&p.diagnostics)
             );

@@ -76,7 +76,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         (Some(len), Some(n)) if n > len => {
             return Err(CliError::Usage(format!(
                 "--size {n}: SRC {} has only {len} bytes",
-                args.src.display()
+                crate::output::escaped(&args.src)
             )));
         }
         (Some(len), limit) => Some(limit.unwrap_or(len)),
@@ -85,14 +85,17 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             return Err(CliError::Usage(format!(
                 "SRC {} is a character device, which may never end: say how much to copy \
                  with --size",
-                args.src.display()
+                crate::output::escaped(&args.src)
             )));
         }
         (None, None) => None,
     };
     let dst = if args.dst.is_dir() {
         let name = args.src.file_name().ok_or_else(|| {
-            CliError::Usage(format!("SRC {} has no file name", args.src.display()))
+            CliError::Usage(format!(
+                "SRC {} has no file name",
+                crate::output::escaped(&args.src)
+            ))
         })?;
         args.dst.join(name)
     } else {
@@ -293,7 +296,7 @@ fn copy_stream(
     {
         return Err(CliError::Failed(format!(
             "SRC {} ({}) ended after {done} bytes, before --size {limit}",
-            source.path.display(),
+            crate::output::escaped(&source.path),
             source.kind.described()
         )));
     }
@@ -315,8 +318,8 @@ fn render(out: &Output<'_>) -> String {
         text,
         "copied {} from {} to {}",
         Size(out.bytes),
-        out.source.display(),
-        out.destination.display()
+        crate::output::escaped(&out.source),
+        crate::output::escaped(&out.destination)
     );
     let how = match out.read.report {
         Some(_) => String::new(),

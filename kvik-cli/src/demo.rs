@@ -74,7 +74,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     if !dir.is_dir() {
         return Err(CliError::Usage(format!(
             "--dir {} is not a directory",
-            dir.display()
+            crate::output::escaped(&dir)
         )));
     }
     let mut settings = Settings::global().map_err(transfer::policy_error)?;
@@ -155,7 +155,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     if !verified {
         return Err(CliError::Failed(format!(
             "{}: the bytes read back (CRC-32 {}) differ from those written (CRC-32 {})",
-            path.display(),
+            crate::output::escaped(&path),
             transfer::crc_hex(crc),
             transfer::crc_hex(written.crc32)
         )));
@@ -169,7 +169,7 @@ fn render(o: &Output<'_>) -> String {
     let _ = writeln!(
         out,
         "  wrote   {} in {:.3} s: {} ({})",
-        o.file.display(),
+        crate::output::escaped(&o.file),
         o.write.seconds,
         transfer::rate(o.write.bytes, o.write.seconds),
         o.write.report.kvik.direct_io.status
@@ -213,7 +213,7 @@ fn render(o: &Output<'_>) -> String {
         out,
         "{}",
         if o.kept {
-            format!("kept {}", o.file.display())
+            format!("kept {}", crate::output::escaped(&o.file))
         } else {
             "removed the demo file (--keep keeps it)".to_string()
         }

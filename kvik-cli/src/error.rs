@@ -1,42 +1,313 @@
-//! Command errors and the exit code each maps to.
+//! Command errors, and the one rule that turns an error into an exit code.
+//!
+//! - **2**: the request cannot be valid on this machine as given, and will
+//!   not become valid by trying again: a wrong argument or `KVIKIO_*` value;
+//!   a file or directory it names that does not exist, is of the wrong kind
+//!   (a FIFO where a file is read, a file where a directory is needed), is a
+//!   symbolic-link loop, cannot be opened with the caller's permissions or
+//!   lies on a read-only filesystem; a cufile.json that cannot be read or
+//!   that cuFile would refuse, used to plan (wherever it came from); what
+//!   this machine cannot do (device memory without a GPU, compat mode OFF
+//!   without cuFile).
+//! - **1**: it failed while running, or ran out of something that may be
+//!   there next time: an I/O error, a full disk (found by the free-space
+//!   check before writing or by the write itself), memory the system would
+//!   not give, a file that changed under the command, a report that could
+//!   not be written; and a verdict the command was asked for that came out
+//!   negative (`config validate` of a file cuFile refuses).
+//!
+//! Errors stay typed (the kvik-policy error, the cufile-config error, the
+//! `errno` of a system call) until [`CliError::code`] decides, so that the
+//! rule lives here and nowhere else.
 
-use std::process::ExitCode;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
-/// A failed command: bad input (exit 2) or an operational failure (exit 1).
+use kvik_policy::Error as PolicyError;
+
+use crate::input::Why;
+use crate::output::escaped;
+
+/// Exit code: the request cannot be valid on this machine as given.
+pub const INVALID: i32 = 2;
+/// Exit code: it failed while running.
+pub const FAILED: i32 = 1;
+
+/// A failed command.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum CliError {
-    /// The arguments or input are wrong: exit 2.
+    /// The request cannot be valid as given (exit 2), in words.
     Usage(String),
-    /// The command ran and failed: exit 1.
+    /// It failed while running (exit 1), in words.
     Failed(String),
+    /// A path the user named cannot be used for what it was named for.
+    Path {
+        /// What the path was given as: `FILE`, `--from`, `PATH`.
+        what: String,
+        path: PathBuf,
+        problem: PathProblem,
+    },
+    /// kvik-policy failed; its kind decides the code.
+    Policy(PolicyError),
+    /// A cufile.json could not be read (`context`: how it was chosen).
+    Config {
+        error: cufile_config::ConfigError,
+        context: String,
+    },
+    /// The report could not be written to stdout (a full device, an I/O
+    /// error; a reader that went away is not an error, see `output`).
+    Output(std::io::Error),
+    /// An error, with what it means for a file the command was writing
+    /// (`DST is unchanged`).
+    Noted { error: Box<CliError>, note: String },
+}
+
+/// Why a named path cannot be used.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PathProblem {
+    /// A system call on it failed.
+    Io(std::io::Error),
+    /// It is not a regular file (a FIFO, a device, a socket, a directory).
+    NotAFile(cufile_config::FileKind),
+    /// Larger than anything the command reads of this kind.
+    TooLarge { limit: u64 },
 }
 
 impl CliError {
-    pub fn exit_code(&self) -> ExitCode {
-        ExitCode::from(self.code() as u8)
+    /// `e` for a path given as `what`.
+    pub fn io(what: &str, path: &Path, e: std::io::Error) -> CliError {
+        CliError::Path {
+            what: what.to_owned(),
+            path: path.to_path_buf(),
+            problem: PathProblem::Io(e),
+        }
     }
 
-    /// 2 for bad usage or input, 1 for an operational failure.
+    /// This error, noting what it means for a file being written.
+    pub fn with_note(self, note: String) -> CliError {
+        match self {
+            CliError::Usage(m) => CliError::Usage(format!("{m} ({note})")),
+            CliError::Failed(m) => CliError::Failed(format!("{m} ({note})")),
+            error => CliError::Noted {
+                error: Box::new(error),
+                note,
+            },
+        }
+    }
+
+    /// The exit code: [`INVALID`] (2) or [`FAILED`] (1), by the rule at the
+    /// top of this module.
     pub fn code(&self) -> i32 {
         match self {
-            CliError::Usage(_) => 2,
-            CliError::Failed(_) => 1,
+            CliError::Usage(_) => INVALID,
+            CliError::Failed(_) | CliError::Output(_) => FAILED,
+            CliError::Path { problem, .. } => match problem {
+                PathProblem::Io(e) => errno_code(e.raw_os_error()),
+                PathProblem::NotAFile(_) | PathProblem::TooLarge { .. } => INVALID,
+            },
+            CliError::Policy(e) => policy_code(e),
+            CliError::Config { error, .. } => match error {
+                cufile_config::ConfigError::Read { source, .. } => {
+                    errno_code(source.raw_os_error())
+                }
+                _ => INVALID,
+            },
+            CliError::Noted { error, .. } => error.code(),
         }
     }
 }
 
-impl std::fmt::Display for CliError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+/// The code for a system call that failed with `errno` on a path the user
+/// named: 2 when the path cannot serve as given (missing, wrong kind, no
+/// permission, read-only, a loop), 1 when the system failed (EIO, ENOSPC,
+/// ENOMEM, …) or there is no errno.
+pub fn errno_code(errno: Option<i32>) -> i32 {
+    match errno {
+        Some(
+            libc::ENOENT
+            | libc::ENOTDIR
+            | libc::EISDIR
+            | libc::ELOOP
+            | libc::ENAMETOOLONG
+            | libc::EACCES
+            | libc::EPERM
+            | libc::EROFS
+            | libc::ETXTBSY
+            | libc::ENXIO
+            | libc::ENODEV
+            | libc::EEXIST,
+        ) => INVALID,
+        _ => FAILED,
+    }
+}
+
+/// The code for a kvik-policy error.
+fn policy_code(e: &PolicyError) -> i32 {
+    match e {
+        PolicyError::Environment { .. }
+        | PolicyError::InvalidSetting { .. }
+        | PolicyError::OpenMode { .. }
+        | PolicyError::InvalidRequest { .. }
+        | PolicyError::ModeForbids { .. }
+        | PolicyError::CuFileRequired { .. }
+        | PolicyError::NoCuda(_) => INVALID,
+        PolicyError::Open { source, .. } => errno_code(source.raw_os_error()),
+        _ => FAILED,
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CliError::Usage(m) | CliError::Failed(m) => f.write_str(m),
+            CliError::Path {
+                what,
+                path,
+                problem,
+            } => {
+                let shown = escaped(path);
+                match problem {
+                    PathProblem::Io(e) => match crate::input::explain(path, e) {
+                        Why::Missing => write!(f, "{what} {shown} does not exist"),
+                        why => write!(f, "{what} {shown}: {why}"),
+                    },
+                    PathProblem::NotAFile(kind) => {
+                        write!(f, "{what} {shown} is {kind}, not a regular file")
+                    }
+                    PathProblem::TooLarge { limit } => write!(
+                        f,
+                        "{what} {shown} is larger than the {} this command reads",
+                        kvik_policy::Size(*limit)
+                    ),
+                }
+            }
+            CliError::Policy(e) => match e {
+                PolicyError::Open {
+                    path,
+                    mode,
+                    direct,
+                    source,
+                } => {
+                    write!(
+                        f,
+                        "cannot open {} (mode {mode}{}): ",
+                        escaped(path),
+                        if *direct { ", O_DIRECT" } else { "" },
+                    )?;
+                    let creates = matches!(
+                        mode,
+                        kvik_policy::OpenMode::Write | kvik_policy::OpenMode::WriteRead
+                    );
+                    match crate::input::explain(path, source) {
+                        // Its directory exists (else the reason names it),
+                        // and refuses new files (/proc, /sys).
+                        Why::Missing if creates => {
+                            write!(f, "its directory does not take new files ({source})")
+                        }
+                        why => write!(f, "{why}"),
+                    }
+                }
+                e => write!(f, "{e}"),
+            },
+            CliError::Config { error, context } => {
+                match error {
+                    cufile_config::ConfigError::Read { path, source } => write!(
+                        f,
+                        "cannot read {}: {}",
+                        escaped(path),
+                        crate::input::explain(path, source)
+                    ),
+                    error => write!(f, "{error}"),
+                }?;
+                match context.is_empty() {
+                    true => Ok(()),
+                    false => write!(f, " ({context})"),
+                }
+            }
+            CliError::Output(e) => write!(f, "cannot write the report to stdout: {e}"),
+            CliError::Noted { error, note } => write!(f, "{error} ({note})"),
         }
     }
 }
 
-/// Print a value as pretty JSON on stdout.
+impl From<PolicyError> for CliError {
+    fn from(e: PolicyError) -> CliError {
+        CliError::Policy(e)
+    }
+}
+
+/// Print a value as pretty JSON on stdout (kept under this name for the
+/// commands that call it; see [`crate::output::json`]).
 pub fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
-    let text = serde_json::to_string_pretty(value)
-        .map_err(|e| CliError::Failed(format!("cannot encode JSON: {e}")))?;
-    println!("{text}");
-    Ok(())
+    crate::output::json(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rule, row by row: an errno on a named path, and the code it gives.
+    #[test]
+    fn errno_rows_follow_the_rule() {
+        for (errno, code) in [
+            (libc::ENOENT, INVALID),
+            (libc::ENOTDIR, INVALID),
+            (libc::EISDIR, INVALID),
+            (libc::ELOOP, INVALID),
+            (libc::ENAMETOOLONG, INVALID),
+            (libc::EACCES, INVALID),
+            (libc::EPERM, INVALID),
+            (libc::EROFS, INVALID),
+            (libc::ETXTBSY, INVALID),
+            (libc::ENXIO, INVALID),
+            (libc::EIO, FAILED),
+            (libc::ENOSPC, FAILED),
+            (libc::EDQUOT, FAILED),
+            (libc::ENOMEM, FAILED),
+            (libc::EFBIG, FAILED),
+            (libc::EINTR, FAILED),
+            (libc::ESTALE, FAILED),
+        ] {
+            let e = std::io::Error::from_raw_os_error(errno);
+            let shown = e.to_string();
+            let path = Path::new("/x");
+            assert_eq!(errno_code(Some(errno)), code, "{shown}");
+            assert_eq!(CliError::io("FILE", path, e).code(), code, "{shown}");
+            // The same errno through kvik-policy's open and cufile-config's
+            // read gives the same code: one rule, wherever the error arose.
+            let open = PolicyError::Open {
+                path: path.into(),
+                mode: kvik_policy::OpenMode::Read,
+                direct: false,
+                source: std::io::Error::from_raw_os_error(errno),
+            };
+            assert_eq!(CliError::Policy(open).code(), code, "{shown}");
+            let read = cufile_config::ConfigError::Read {
+                path: path.into(),
+                source: std::io::Error::from_raw_os_error(errno),
+            };
+            let config = CliError::Config {
+                error: read,
+                context: String::new(),
+            };
+            assert_eq!(config.code(), code, "{shown}");
+        }
+        assert_eq!(errno_code(None), FAILED);
+    }
+
+    #[test]
+    fn a_note_keeps_the_code() {
+        let e = CliError::io(
+            "DST",
+            Path::new("/x"),
+            std::io::Error::from_raw_os_error(libc::EROFS),
+        );
+        let noted = e.with_note("/x is unchanged".into());
+        assert_eq!(noted.code(), INVALID);
+        assert!(noted.to_string().ends_with("(/x is unchanged)"), "{noted}");
+        let output = CliError::Output(std::io::Error::from_raw_os_error(libc::ENOSPC));
+        assert_eq!(output.with_note("n".into()).code(), FAILED);
+    }
 }

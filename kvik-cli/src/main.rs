@@ -1,7 +1,8 @@
 //! `kvik`: GPUDirect Storage readiness, and (with the I/O issues) reads and
 //! writes through the kvik-rs stack with a report of the path each took.
 //!
-//! Exit codes: 0 success, 1 operational failure, 2 bad usage or bad input.
+//! Exit codes (the rule is in `error.rs`): 0 success; 2 the request cannot
+//! be valid on this machine as given; 1 it failed while running.
 
 mod bench;
 mod check;
@@ -9,6 +10,8 @@ mod config;
 mod copy;
 mod demo;
 mod error;
+mod input;
+mod output;
 mod output_file;
 mod plan;
 mod read;
@@ -61,25 +64,10 @@ enum Command {
 fn main() -> ExitCode {
     // SAFETY: the first statement: no other thread exists yet.
     unsafe { gds_core::log::redirect_through_environment() };
-    let cli = Cli::parse();
-    // A bad KVIKIO_* value is bad input for every command, before any I/O.
-    let result = kvik_policy::Settings::global()
-        .map_err(transfer::policy_error)
-        .and_then(|_| match cli.command {
-            Command::Check(args) => check::run(&args),
-            Command::Demo(args) => demo::run(&args),
-            Command::Config(args) => config::run(&args),
-            Command::Plan(args) => plan::run(&args),
-            Command::Read(args) => read::run(&args),
-            Command::Write(args) => write::run(&args),
-            Command::Copy(args) => copy::run(&args),
-            Command::Settings(args) => settings::run(&args),
-            Command::Bench(args) => bench::run(&args),
-        });
-    let code = match result {
+    let code = match parse().and_then(run) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("kvik: error: {e}");
+            output::eprint_line(&format!("kvik: error: {e}"));
             e.code()
         }
     };
@@ -87,10 +75,52 @@ fn main() -> ExitCode {
     // crashes in its compatibility-mode worker threads after some runs (seen
     // on the H200: exit 139 after CUFILE_FORCE_COMPAT_MODE=true reads and
     // after a refused registration, with the work done and reported). Every
-    // file is closed and renamed into place by now; only stdio needs flushing.
-    use std::io::Write as _;
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().flush();
+    // file is closed and renamed into place by now, and every write to
+    // stdout and stderr was flushed when it was made.
     // SAFETY: _exit ends the process; nothing runs after it.
     unsafe { libc::_exit(code) }
+}
+
+/// The command line; `--help` and `--version` are printed here, through the
+/// output layer (a full stdout is exit 1, a closed one ends quietly).
+fn parse() -> Result<Command, CliError> {
+    use clap::error::ErrorKind;
+    use std::io::IsTerminal as _;
+    match Cli::try_parse() {
+        Ok(cli) => Ok(cli.command),
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            if std::io::stdout().is_terminal() {
+                // In colour, as clap prints it.
+                let _ = e.print();
+            } else {
+                output::print(&e.render().to_string())?;
+            }
+            // SAFETY: _exit ends the process; stdout was flushed above.
+            unsafe { libc::_exit(0) }
+        }
+        Err(e) => {
+            // A usage error: clap's message on stderr, plain (clap would
+            // pass a value's control characters to a terminal as they
+            // are), its failure ignored like every write to stderr.
+            output::eprint_line(e.render().to_string().trim_end());
+            // SAFETY: _exit ends the process; nothing is buffered.
+            unsafe { libc::_exit(e.exit_code()) }
+        }
+    }
+}
+
+fn run(command: Command) -> Result<(), CliError> {
+    // A bad KVIKIO_* value is bad input for every command, before any I/O.
+    kvik_policy::Settings::global().map_err(transfer::policy_error)?;
+    match command {
+        Command::Check(args) => check::run(&args),
+        Command::Demo(args) => demo::run(&args),
+        Command::Config(args) => config::run(&args),
+        Command::Plan(args) => plan::run(&args),
+        Command::Read(args) => read::run(&args),
+        Command::Write(args) => write::run(&args),
+        Command::Copy(args) => copy::run(&args),
+        Command::Settings(args) => settings::run(&args),
+        Command::Bench(args) => bench::run(&args),
+    }
 }

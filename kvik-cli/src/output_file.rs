@@ -186,7 +186,7 @@ impl OutputFile {
             {
                 return Err(CliError::Failed(format!(
                     "{} changed while it was being resolved",
-                    destination.display()
+                    crate::output::escaped(&destination)
                 )));
             }
         }
@@ -195,7 +195,7 @@ impl OutputFile {
         {
             return Err(CliError::Usage(format!(
                 "SRC and DST {} are the same file",
-                destination.display()
+                crate::output::escaped(&destination)
             )));
         }
         let kind = match &stat {
@@ -229,7 +229,7 @@ impl OutputFile {
                                 "{dst} (mode {:04o}) is not writable: {} ({dst} is unchanged)",
                                 previous.mode & 0o7777,
                                 io::Error::from(e),
-                                dst = destination.display(),
+                                dst = crate::output::escaped(&destination),
                             ),
                         )
                     },
@@ -283,9 +283,9 @@ impl OutputFile {
                 e,
                 format!(
                     "cannot create a file in {} (for {}): {}",
-                    parent_dir(&target).display(),
-                    destination.display(),
-                    io::Error::from(e)
+                    crate::output::escaped(&parent_dir(&target)),
+                    crate::output::escaped(&destination),
+                    crate::input::explain(&parent_dir(&target), &io::Error::from(e))
                 ),
             ))
         };
@@ -335,7 +335,7 @@ impl OutputFile {
         let file = self.file.try_clone().map_err(|e| {
             self.failed(CliError::Failed(format!(
                 "dup of the output file: {e} (for {})",
-                self.destination.display()
+                crate::output::escaped(&self.destination)
             )))
         })?;
         FileHandle::from_file(file, &self.destination, mode, settings)
@@ -399,7 +399,7 @@ impl OutputFile {
                 CliError::Failed(format!(
                     "{} has the new content, but syncing its directory {} failed: {} (the \
                      change may not survive a crash)",
-                    self.destination.display(),
+                    crate::output::escaped(&self.destination),
                     parent_dir(&self.target).display(),
                     io::Error::from(e)
                 ))
@@ -416,7 +416,7 @@ impl OutputFile {
     /// mode a new file gets), on the descriptor. What cannot be kept is a
     /// note; a mode that cannot be set is a failure (DST unchanged).
     fn set_metadata(&self, committed: &mut Committed) -> Result<(), CliError> {
-        let dst = self.destination.display();
+        let dst = crate::output::escaped(&self.destination);
         let mode = match &self.kind {
             Destination::Replace(previous) => {
                 let mut mode = previous.mode & 0o7777;
@@ -485,8 +485,11 @@ impl OutputFile {
 
     fn unchanged_note(&self) -> String {
         match self.kind {
-            Destination::New => format!("{} was not created", self.destination.display()),
-            _ => format!("{} is unchanged", self.destination.display()),
+            Destination::New => format!(
+                "{} was not created",
+                crate::output::escaped(&self.destination)
+            ),
+            _ => format!("{} is unchanged", crate::output::escaped(&self.destination)),
         }
     }
 
@@ -495,7 +498,7 @@ impl OutputFile {
         let fail = |what: String, e: rustix::io::Errno| {
             CliError::Failed(format!(
                 "{what} {}: {} ({})",
-                self.target.display(),
+                crate::output::escaped(&self.target),
                 io::Error::from(e),
                 self.unchanged_note()
             ))
@@ -550,7 +553,7 @@ impl OutputFile {
                     e,
                     format!(
                         "cannot link the new {} into {}: {} ({})",
-                        self.destination.display(),
+                        crate::output::escaped(&self.destination),
                         parent_dir(&self.target).display(),
                         io::Error::from(e),
                         self.unchanged_note()
@@ -585,7 +588,10 @@ pub fn summary(committed: &Committed) -> String {
     };
     let mut text = format!("  durable      {durable}\n");
     if let Some(target) = &committed.written_through {
-        text += &format!("  through      a symlink, to {}\n", target.display());
+        text += &format!(
+            "  through      a symlink, to {}\n",
+            crate::output::escaped(&target)
+        );
     }
     if let (Some(mode), Some(owner), Some(group)) =
         (&committed.mode, committed.owner, committed.group)
@@ -600,7 +606,7 @@ pub fn summary(committed: &Committed) -> String {
 
 /// `e`, with what it means for a DST of this kind that was not committed.
 fn annotate(e: CliError, kind: &Destination, destination: &Path) -> CliError {
-    let dst = destination.display();
+    let dst = crate::output::escaped(&destination);
     let note = match kind {
         Destination::New => format!("{dst} was not created"),
         Destination::Replace(_) => format!("{dst} is unchanged"),
@@ -608,10 +614,7 @@ fn annotate(e: CliError, kind: &Destination, destination: &Path) -> CliError {
             format!("{dst} is a device written in place: some of the bytes may have reached it")
         }
     };
-    match e {
-        CliError::Usage(m) => CliError::Usage(format!("{m} ({note})")),
-        CliError::Failed(m) => CliError::Failed(format!("{m} ({note})")),
-    }
+    e.with_note(note)
 }
 
 /// An `O_TMPFILE` file in `dir`, if the filesystem has them and
@@ -704,7 +707,7 @@ fn split(path: &Path) -> Result<(PathBuf, std::ffi::OsString), CliError> {
         Some(name) => Ok((parent_dir(path), name.to_os_string())),
         None => Err(CliError::Usage(format!(
             "{} does not name a file",
-            path.display()
+            crate::output::escaped(&path)
         ))),
     }
 }
@@ -722,22 +725,10 @@ fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
-/// Errors that say the request cannot work as given (exit 2) rather than
-/// that something failed while running (exit 1).
+/// A failed system call on the destination, coded by the one rule
+/// (`error::errno_code`).
 fn request_or_failure(e: rustix::io::Errno, message: String) -> CliError {
-    use rustix::io::Errno;
-    let request = [
-        Errno::NOENT,
-        Errno::NOTDIR,
-        Errno::ISDIR,
-        Errno::LOOP,
-        Errno::ACCESS,
-        Errno::PERM,
-        Errno::ROFS,
-        Errno::NAMETOOLONG,
-        Errno::NXIO,
-    ];
-    if request.contains(&e) {
+    if crate::error::errno_code(Some(e.raw_os_error())) == crate::error::INVALID {
         CliError::Usage(message)
     } else {
         CliError::Failed(message)
@@ -747,21 +738,13 @@ fn request_or_failure(e: rustix::io::Errno, message: String) -> CliError {
 /// Open DST's directory (following symlinks in its path, as the user
 /// named it); every later step works relative to it.
 fn open_dir(dir: &Path, destination: &Path) -> Result<OwnedFd, CliError> {
-    use rustix::io::Errno;
+    // Say what is really wrong (a missing ancestor, a file where a
+    // directory should be, a loop) before trying.
+    crate::input::directory_for(dir, destination)?;
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     rustix::fs::open(dir, flags, Mode::empty()).map_err(|e| {
-        let d = dir.display();
-        let dst = destination.display();
-        let message = match e {
-            Errno::NOENT => format!("directory {d} does not exist (for {dst})"),
-            Errno::NOTDIR => format!("{d} is not a directory (for {dst})"),
-            Errno::LOOP => format!("{d}: a symlink loop (for {dst})"),
-            _ => format!(
-                "cannot open directory {d} (for {dst}): {}",
-                io::Error::from(e)
-            ),
-        };
-        request_or_failure(e, message)
+        CliError::io("directory", dir, io::Error::from(e))
+            .with_note(format!("for {}", crate::output::escaped(destination)))
     })
 }
 
@@ -779,8 +762,8 @@ fn stat_name(
             e,
             format!(
                 "cannot look at {} in {}: {}",
-                destination.display(),
-                dir_path.display(),
+                crate::output::escaped(&destination),
+                crate::output::escaped(&dir_path),
                 io::Error::from(e)
             ),
         )),
@@ -791,9 +774,9 @@ fn stat_name(
 fn follow_symlink(destination: &Path) -> Result<PathBuf, CliError> {
     std::fs::canonicalize(destination).map_err(|e| {
         let pointed = std::fs::read_link(destination)
-            .map(|p| p.display().to_string())
+            .map(|p| crate::output::escaped(&p).to_string())
             .unwrap_or_else(|_| "?".into());
-        let dst = destination.display();
+        let dst = crate::output::escaped(&destination);
         CliError::Usage(match e.raw_os_error() {
             Some(libc::ELOOP) => format!("{dst} is a symlink loop"),
             Some(libc::ENOENT) => format!(
@@ -807,7 +790,7 @@ fn follow_symlink(destination: &Path) -> Result<PathBuf, CliError> {
 
 /// What an existing DST (not a symlink) means for the command.
 fn classify(st: &rustix::fs::Stat, destination: &Path) -> Result<Destination, CliError> {
-    let dst = destination.display();
+    let dst = crate::output::escaped(&destination);
     let refuse = |what: &str, why: &str| Err(CliError::Usage(format!("{dst} is {what}: {why}")));
     match FileType::from_raw_mode(st.st_mode) {
         FileType::RegularFile => Ok(Destination::Replace(Previous {
@@ -840,7 +823,7 @@ fn open_device(
     expected: Option<&rustix::fs::Stat>,
     destination: &Path,
 ) -> Result<File, CliError> {
-    let dst = destination.display();
+    let dst = crate::output::escaped(&destination);
     // O_NONBLOCK: a device that would wait for a carrier does not hang
     // the open; cleared below.
     let flags =
@@ -916,7 +899,7 @@ pub fn ensure_space(
     if bytes > free {
         return Err(CliError::Failed(format!(
             "{} needs {} but its filesystem has {} free",
-            destination.display(),
+            crate::output::escaped(&destination),
             kvik_policy::Size(bytes),
             crate::transfer::approximate(free)
         )));

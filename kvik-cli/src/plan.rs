@@ -28,6 +28,7 @@ use serde::Serialize;
 
 use crate::CliError;
 use crate::error::print_json;
+use crate::output::escaped;
 
 /// `--json` lists every task; past this many it refuses (the listing would
 /// run to hundreds of megabytes) and asks for a larger task size.
@@ -214,7 +215,7 @@ impl CuFileSettings {
     /// built-in defaults.
     fn resolve(args: &Args, location: &ConfigLocation) -> Result<CuFileSettings, CliError> {
         if let Some(file) = &args.config {
-            return Self::from_file(file, "--config", args.registered, true);
+            return Self::from_file(file, "--config", args.registered);
         }
         match (location.source, &location.path) {
             (LocationSource::BuiltInDefaults, _) => Ok(Self::from_one_source(
@@ -228,7 +229,10 @@ impl CuFileSettings {
                     cufile_config::DEFAULT_CONFIG_PATH
                 )],
             )),
-            (source, Some(path)) if !location.exists => Ok(Self::from_one_source(
+            // A name that leads nowhere: libcufile uses its built-in
+            // defaults. Anything that exists is read as cuFile would read
+            // it, and refused as --config would refuse it.
+            (source, Some(path)) if std::fs::metadata(path).is_err() => Ok(Self::from_one_source(
                 ExecutionConfig::LIBRARY_DEFAULTS_1_15,
                 BUILT_IN_DEFAULTS,
                 None,
@@ -236,36 +240,31 @@ impl CuFileSettings {
                 vec![format!(
                     "{source} names {}, which {}: assuming libcufile falls back to its \
                      built-in defaults",
-                    path.display(),
+                    escaped(path),
                     location.why_not_read().unwrap_or("cannot be read")
                 )],
             )),
-            (source, Some(path)) => {
-                Self::from_file(path, &source.to_string(), args.registered, false)
-            }
+            (source, Some(path)) => Self::from_file(path, &source.to_string(), args.registered),
             (source, None) => Err(CliError::Failed(format!("{source} names no file"))),
         }
     }
 
     /// The execution settings of one cufile.json, each with its source
     /// (`file:line:col`, or the built-in default for keys the file omits).
-    /// A file cuFile would refuse cannot be planned with: exit 2 when the
-    /// user named it, 1 when it is the machine's.
+    /// A file that cannot be read, or that cuFile would refuse, cannot be
+    /// planned with, wherever it came from (--config, CUFILE_ENV_PATH_JSON,
+    /// /etc/cufile.json): the same file gives the same exit code.
     fn from_file(
         path: &Path,
         found_by: &str,
         registered: bool,
-        named_by_user: bool,
     ) -> Result<CuFileSettings, CliError> {
-        let fail = |message: String| {
-            if named_by_user {
-                CliError::Usage(message)
-            } else {
-                CliError::Failed(message)
+        let parsed = ParsedConfig::read(path, &ValidateOptions::default()).map_err(|error| {
+            CliError::Config {
+                error,
+                context: format!("found by {found_by}"),
             }
-        };
-        let parsed = ParsedConfig::read(path, &ValidateOptions::default())
-            .map_err(|e| fail(e.to_string()))?;
+        })?;
         if parsed.has_errors() {
             let first = parsed
                 .diagnostics
@@ -273,12 +272,12 @@ impl CuFileSettings {
                 .find(|d| d.is_error())
                 .map(|d| format!("{}:{}: {} = {}", d.line, d.column, d.path, d.message))
                 .unwrap_or_default();
-            return Err(fail(format!(
+            return Err(CliError::Usage(format!(
                 "{} (found by {found_by}) has {} error(s) and cuFile would refuse it; first: {first} \
                  (run `kvik config validate {}`)",
-                path.display(),
+                escaped(path),
                 parsed.error_count(),
-                path.display()
+                escaped(path)
             )));
         }
         let effective = parsed.execution();
@@ -294,13 +293,13 @@ impl CuFileSettings {
         if parsed.warning_count() > 0 {
             notes.push(format!(
                 "{}: {} warning(s) (run `kvik config validate {}`)",
-                path.display(),
+                escaped(&path),
                 parsed.warning_count(),
-                path.display()
+                escaped(&path)
             ));
         }
         Ok(CuFileSettings {
-            source: format!("{} (found by {found_by})", path.display()),
+            source: format!("{} (found by {found_by})", escaped(&path)),
             config_file: Some(path.to_path_buf()),
             registered,
             execution: ExecutionView {
@@ -397,8 +396,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     if args.json {
         print_json(&plan)
     } else {
-        print!("{}", render(&plan));
-        Ok(())
+        crate::output::print(&render(&plan))
     }
 }
 

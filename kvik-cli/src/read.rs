@@ -52,7 +52,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         return Err(CliError::Usage(format!(
             "FILE {} is {}: it has no size to read at offsets through the stack (kvik copy \
              FILE DST can save it, in order)",
-            args.file.display(),
+            crate::output::escaped(&args.file),
             source.kind.described()
         )));
     };
@@ -110,7 +110,7 @@ fn render(output: &Output<'_>) -> String {
         text,
         "read {} from {} at offset {} into {}",
         Size(output.bytes),
-        output.file.display(),
+        crate::output::escaped(&output.file),
         output.offset,
         transfer::memory_name(output.memory.kind),
     );
@@ -155,19 +155,17 @@ fn range(
     if offset > file_len {
         return usage(format!(
             "--offset {offset} is beyond the end of {} ({file_len} bytes)",
-            path.display()
+            crate::output::escaped(&path)
         ));
     }
     match size {
         Some(size) if offset.checked_add(size).is_none_or(|end| end > file_len) => usage(format!(
             "--offset {offset} + --size {size} ends beyond the end of {} ({file_len} bytes)",
-            path.display()
+            crate::output::escaped(&path)
         )),
         Some(size) => Ok(size),
-        None if offset == file_len => usage(format!(
-            "nothing to read: {} has {file_len} bytes and --offset is {offset}",
-            path.display()
-        )),
+        // To the end, which may be where it starts: an empty file reads as
+        // 0 bytes, as `copy` copies it.
         None => Ok(file_len - offset),
     }
 }

@@ -7,7 +7,6 @@
 //! failure: a report that cannot be written (`> /dev/full`) is a note on
 //! stderr and the exit status stays 0.
 
-use std::io::Write as _;
 use std::path::Path;
 
 use crate::CliError;
@@ -22,37 +21,23 @@ pub fn json(value: &impl serde::Serialize) -> Result<String, CliError> {
         .map_err(|e| CliError::Failed(format!("cannot encode the report as JSON: {e}")))
 }
 
-/// Write `text` to stdout; a closed pipe is not an error.
+/// Write `text` to stdout (see `output`: a closed pipe is not an error).
 pub fn print(text: &str) -> Result<(), CliError> {
-    write_stdout(text)
-        .map_err(|e| CliError::Failed(format!("cannot write the report to stdout: {e}")))
+    crate::output::print(text)
 }
 
 /// Write the report of a command that has already changed `destination`:
 /// any failure is a note on stderr, never an error.
 pub fn print_after_commit(text: Result<String, CliError>, destination: &Path) {
-    let failed = match text {
-        Ok(text) => write_stdout(&text).err().map(|e| e.to_string()),
-        Err(e) => Some(e.to_string()),
-    };
-    if let Some(why) = failed {
-        note(&format!(
-            "{} was written, but its report could not be: {why}",
-            destination.display()
-        ));
+    let done = format!("{} was written", crate::output::escaped(destination));
+    let printed = text.and_then(|text| print(&text));
+    if let Err(e) = crate::output::after_commit(printed, &done) {
+        note(&format!("{done}, but its report could not be: {e}"));
     }
 }
 
 /// `kvik: note: …` on stderr (a stderr that cannot be written is ignored:
 /// there is nowhere left to say it).
 pub fn note(text: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "kvik: note: {text}");
-}
-
-fn write_stdout(text: &str) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
-    }
+    crate::output::eprint_line(&format!("kvik: note: {text}"));
 }

@@ -21,8 +21,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     if args.json {
         return print_json(&settings);
     }
-    print!("{}", render(&settings));
-    Ok(())
+    crate::output::print(&render(&settings))
 }
 
 /// The human-readable table.

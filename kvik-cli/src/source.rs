@@ -86,7 +86,7 @@ impl Source {
     /// it is.
     pub fn open(path: &Path, what: &str) -> Result<Source, CliError> {
         use rustix::io::Errno;
-        let shown = path.display();
+        let shown = crate::output::escaped(&path);
         let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
         let fd = rustix::fs::open(path, flags, Mode::empty()).map_err(|e| {
             let message = match e {
@@ -173,9 +173,9 @@ impl Source {
 
     /// The open file (a duplicate descriptor), for a `FileHandle`.
     pub fn file(&self) -> Result<File, CliError> {
-        self.file
-            .try_clone()
-            .map_err(|e| CliError::Failed(format!("{}: dup: {e}", self.path.display())))
+        self.file.try_clone().map_err(|e| {
+            CliError::Failed(format!("{}: dup: {e}", crate::output::escaped(&self.path)))
+        })
     }
 
     /// For a regular file read through the stack: fail if its size or
@@ -188,7 +188,7 @@ impl Source {
         let st = rustix::fs::fstat(&self.file).map_err(|e| {
             CliError::Failed(format!(
                 "{}: fstat: {}",
-                self.path.display(),
+                crate::output::escaped(&self.path),
                 io::Error::from(e)
             ))
         })?;
@@ -201,7 +201,7 @@ impl Source {
             return Err(CliError::Failed(format!(
                 "{} changed while it was read ({} bytes at the start, {} now): the copy may not \
                  match any one version of it",
-                self.path.display(),
+                crate::output::escaped(&self.path),
                 self.at_open.0,
                 now.0
             )));
@@ -213,7 +213,7 @@ impl Source {
     /// without waiting, to tell "no writer" (end of file at once) from "a
     /// writer, no data yet"; then reads wait as usual.
     pub fn start_stream(&mut self) -> Result<(), CliError> {
-        let shown = self.path.display();
+        let shown = crate::output::escaped(&self.path);
         if self.kind == SourceKind::Fifo {
             let mut first = vec![0u8; 64 << 10];
             match read_retrying(&mut self.file, &mut first) {
@@ -252,7 +252,7 @@ impl Source {
                 Err(e) => {
                     return Err(CliError::Failed(format!(
                         "{}: read after {done} bytes of this window: {e}",
-                        self.path.display()
+                        crate::output::escaped(&self.path)
                     )));
                 }
             }

@@ -309,22 +309,10 @@ impl WindowBuffer {
     }
 }
 
-/// Map a kvik-policy error to an exit code: bad input (2) when the user
-/// named something unusable, operational failure (1) otherwise.
+/// A kvik-policy error as a command error; its exit code is decided with
+/// every other in `error.rs` (`CliError::code`).
 pub fn policy_error(e: Error) -> CliError {
-    let usage = match &e {
-        Error::Environment { .. } | Error::InvalidSetting { .. } | Error::OpenMode { .. } => true,
-        Error::Open { source, .. } => matches!(
-            source.raw_os_error(),
-            Some(libc::ENOENT | libc::EISDIR | libc::ENOTDIR | libc::EACCES | libc::EPERM)
-        ),
-        _ => false,
-    };
-    if usage {
-        CliError::Usage(e.to_string())
-    } else {
-        CliError::Failed(e.to_string())
-    }
+    CliError::Policy(e)
 }
 
 /// A progress bar on stderr when it is a terminal and the output is for

@@ -187,7 +187,7 @@ fn render(out: &Output<'_>) -> String {
         "wrote {} of {:?} to {}",
         Size(out.bytes),
         out.pattern,
-        out.file.display()
+        crate::output::escaped(&out.file)
     );
     let _ = writeln!(
         text,

@@ -481,17 +481,17 @@ fn cufile_json_that_is_huge_endless_or_not_a_file_is_a_clear_error_in_bounded_me
         ),
         (
             Path::new("/dev/zero"),
-            "more than 1048576 bytes".to_string(),
-            "is not a regular file",
+            "is a character device, not a regular file".to_string(),
+            "is a character device, not a regular file",
         ),
         (
             dir.path(),
-            "Is a directory".to_string(),
-            "is a directory, not a file",
+            "is a directory, not a regular file".to_string(),
+            "is a directory, not a regular file",
         ),
         (
             missing.as_path(),
-            "No such file".to_string(),
+            "does not exist".to_string(),
             "does not exist",
         ),
     ] {

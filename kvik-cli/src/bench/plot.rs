@@ -7,7 +7,6 @@
 //! (SVG text is laid out by the viewer).
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use plotters::coord::combinators::BindKeyPoints as _;
 use plotters::prelude::*;
@@ -115,7 +114,8 @@ fn reference_series(refs: &[Reference], workload: Workload) -> Vec<Series> {
 }
 
 /// Draw `report` as an SVG file at `path`.
-pub fn draw(path: &Path, report: &Report) -> Result<(), String> {
+/// The chart of `report` as SVG text.
+pub fn render(report: &Report) -> Result<String, String> {
     let mut workloads: Vec<Workload> = report.cases.iter().map(|c| c.workload).collect();
     workloads.sort();
     workloads.dedup();
@@ -123,14 +123,17 @@ pub fn draw(path: &Path, report: &Report) -> Result<(), String> {
         return Err("nothing to plot".into());
     }
     let height = PANEL_HEIGHT * workloads.len() as u32;
-    let root = SVGBackend::new(path, (WIDTH, height)).into_drawing_area();
+    let mut svg = String::new();
+    let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let panels = root.split_evenly((workloads.len(), 1));
     for (panel, &workload) in panels.iter().zip(&workloads) {
         draw_panel(panel, report, workload).map_err(|e| e.to_string())?;
     }
-    root.present()
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    root.present().map_err(|e| e.to_string())?;
+    drop(panels);
+    drop(root);
+    Ok(svg)
 }
 
 fn draw_panel(
@@ -263,10 +266,7 @@ mod tests {
     #[test]
     fn the_svg_has_a_panel_per_workload_and_a_legend_entry_per_series() {
         let report = super::super::sample_report();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("plot.svg");
-        draw(&path, &report).unwrap();
-        let svg = std::fs::read_to_string(&path).unwrap();
+        let svg = render(&report).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
         assert!(svg.contains("read, page-cached file"));
         assert!(svg.contains("read, cold cache"));
