@@ -17,7 +17,7 @@
 #   3. on a fresh machine, checks kvik before the udev entry exists (cuFile
 #      cannot register files: compat OFF must fail with exit 1, AUTO fall
 #      back), then writes the udev entry of the root block device;
-#   4. runs every test binary in .gpu/tests (GPU ones one test at a time:
+#   4. runs every test binary of .gpu/bundle.tar.gz (GPU ones one test at a time:
 #      cuFile's statistics are process-wide);
 #   5. checks kvik on the GPU: CRC-32 of device reads against zlib (compat
 #      ON and OFF, whole and unaligned), a copy through GPU memory, device
@@ -27,14 +27,18 @@
 #      skip lines, exit status and seconds; a row per check and example.
 # Every step has a timeout, and the run goes on after a failure.
 #
-# Logs under $OUT (default /tmp/kvik-out): run-all.log (everything, what the
-# lead commits under bench/results/), logs/NAME.log per binary or example,
-# summary.txt, safetensors.jsonl. Exit status: 0 when everything passed.
+# Under $OUT (default /tmp/kvik-out), four files: run-all.log (the run, with
+# each binary's skip lines and failures; what goes under bench/results/),
+# summary.txt (the table), safetensors.jsonl (the showcase's figures) and
+# logs.tar.gz (the whole output of every binary, check and example). Exit status: 0 when everything passed.
 # Takes about 5 minutes on the H200 machine (16 cores); the whole stays under 8.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/kvik-out}
-mkdir -p "$OUT/logs"
+# One log per binary and check, outside $OUT (the device tool returns at
+# most 8 files): they come back as $OUT/logs.tar.gz.
+LOGS=/tmp/run-all-logs
+rm -rf "$LOGS"; mkdir -p "$OUT" "$LOGS"
 exec > >(tee "$OUT/run-all.log") 2>&1
 G=$PWD/.gpu
 section() { printf '\n===== %s =====\n' "$*"; }
@@ -42,6 +46,9 @@ START=$SECONDS
 [ -f "$G/build.env" ] || { echo "no $G/build.env: run gpu/stage.sh on the build machine and carry .gpu"; exit 2; }
 # shellcheck disable=SC1091
 . "$G/build.env"
+# The test binaries and examples, from gpu/stage.sh's bundle.
+B=/tmp/run-all-bin
+rm -rf "$B"; mkdir -p "$B" && tar xzf "$G/bundle.tar.gz" -C "$B" || { echo "cannot unpack $G/bundle.tar.gz"; exit 2; }
 
 section "machine and build"
 date -u; nvidia-smi -L 2>&1; uname -r; nproc; free -g | head -2; df -hT / | cat
@@ -66,7 +73,7 @@ elif [ ! -e "$BUILD_ROOT" ]; then
 else
   echo "WARNING: $BUILD_ROOT exists here and is not this copy: snapshot and CLI tests may fail"
 fi
-if [ -n "${KVIK_BIN_PATH:-}" ] && [ "$(readlink -f "$KVIK_BIN_PATH" 2>/dev/null)" != "$G/kvik" ]; then
+if [ -n "${KVIK_BIN_PATH:-}" ] && { [ ! -e "$KVIK_BIN_PATH" ] || [ -L "$KVIK_BIN_PATH" ]; }; then
   mkdir -p "$(dirname "$KVIK_BIN_PATH")" && ln -sf "$G/kvik" "$KVIK_BIN_PATH" && echo "linked $KVIK_BIN_PATH -> $G/kvik"
 fi
 
@@ -75,7 +82,7 @@ row() { ROWS+=("$(printf '%-44s %6s %6s %7s %5s  %4s   %s' "$1" - - - - - "$2")"
 # expect NAME STATUS COMMAND...: a CLI check that must exit with STATUS.
 expect() {
   local name=$1 want=$2; shift 2
-  local log="$OUT/logs/$name.log"
+  local log="$LOGS/$name.log"
   timeout -k 10 120 "$@" > "$log" 2>&1
   local status=$?
   if [ "$status" -eq "$want" ]; then row "$name" ok; else row "$name" "FAILED (exit $status, expected $want)"; fi
@@ -104,7 +111,7 @@ printf 'E:ID_FS_TYPE=ext4\nE:ID_FS_USAGE=filesystem\n' > "$UDEV" && echo "wrote 
 # run NAME SECONDS COMMAND...: run with a timeout, log to logs/NAME.log, add a summary row.
 run() {
   local name=$1 limit=$2; shift 2
-  local log="$OUT/logs/$name.log" t0=$SECONDS
+  local log="$LOGS/$name.log" t0=$SECONDS
   timeout -k 10 "$limit" "$@" > "$log" 2>&1
   local status=$? seconds=$((SECONDS - t0))
   local passed=0 failed=0 ignored=0
@@ -120,7 +127,7 @@ run() {
 }
 
 section "test binaries (KVIK_REQUIRE_GPU=1, KVIK_REQUIRE_CUFILE=1)"
-for bin in "$G"/tests/*; do
+for bin in "$B"/tests/*; do
   name=$(basename "$bin")
   case "$name" in
     # Runs `cargo metadata`: there is no cargo here (it runs in CI).
@@ -138,8 +145,8 @@ timeout 120 "$K" write "$D/1g.bin" --size 1GiB --host > /dev/null && cat "$D/1g.
 crc_check() {
   local name=$1; shift
   local got want
-  got=$(timeout 120 "$K" read "$D/1g.bin" --device 0 "$@" --checksum --json 2> "$OUT/logs/$name.log" |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["checksum_crc32"])' 2>> "$OUT/logs/$name.log")
+  got=$(timeout 120 "$K" read "$D/1g.bin" --device 0 "$@" --checksum --json 2> "$LOGS/$name.log" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["checksum_crc32"])' 2>> "$LOGS/$name.log")
   want=$(python3 - "$D/1g.bin" "$@" <<'PY'
 import os, sys, zlib
 path, args = sys.argv[1], sys.argv[2:]
@@ -165,19 +172,19 @@ rm -f "$D/sparse"
 
 section "examples and kvik demo"
 run kvik-demo 120 "$K" demo --size 1GiB --dir "$D"
-run example-read_to_gpu 60 "$G/examples/read_to_gpu" "$D/1g.bin"
-run example-device_read_bench 120 "$G/examples/device_read_bench" "$D/1g.bin" --threads 1,16 --reps 3
+run example-read_to_gpu 60 "$B/examples/read_to_gpu" "$D/1g.bin"
+run example-device_read_bench 120 "$B/examples/device_read_bench" "$D/1g.bin" --threads 1,16 --reps 3
 rm -f "$D/1g.bin"
 # The safetensors showcase: a synthetic 4 GiB checkpoint (a few hundred
 # tensors, 4 KiB to 200 MiB), loaded tensor by tensor into CudaSlices through
 # kvik-policy and the way Rust ML frameworks load it today (mmap + pageable
 # cuMemcpyHtoD per tensor), page-cached and cold, in the same run.
-run example-safetensors_load 300 "$G/examples/safetensors_load" "$D/model.safetensors" \
-  --make --size 4GiB --reps 3 --cold --json "$OUT/safetensors.jsonl"
-sed -n '/^summary/,$p' "$OUT/logs/example-safetensors_load.log"
+run example-safetensors_load 300 "$B/examples/safetensors_load" "$D/model.safetensors" \
+  --make --size "${KVIK_SAFETENSORS_SIZE:-4GiB}" --reps 3 --cold --json "$OUT/safetensors.jsonl"
+sed -n '/^summary/,$p' "$LOGS/example-safetensors_load.log"
 # The lead's stream-ordered read example goes here when it lands:
-# run "example read_async" 60 "$G/examples/read_async" ...
-for ex in "$G"/examples/*; do
+# run "example read_async" 60 "$B/examples/read_async" ...
+for ex in "$B"/examples/*; do
   case "$(basename "$ex")" in
     read_to_gpu|device_read_bench|safetensors_load) ;;
     *) row "example-$(basename "$ex")" "not run: add its arguments to gpu/run-all.sh" ;;
@@ -186,7 +193,12 @@ done
 rm -rf "$D"
 
 section "cuFile logs"
-for f in /tmp/kvik-*/cufile*.log cufile.log; do [ -f "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done
+# gds-core sends each process's log to $XDG_RUNTIME_DIR/kvik/ or /tmp/kvik-UID/.
+for f in "${XDG_RUNTIME_DIR:-/nonexistent}"/kvik/cufile-*.log /tmp/kvik-[0-9]*/cufile-*.log cufile.log; do
+  [ -f "$f" ] && { echo "--- $f"; tail -3 "$f"; }
+done 2>/dev/null | tail -60
+
+tar czf "$OUT/logs.tar.gz" -C "$LOGS" . && echo "every log: \$OUT/logs.tar.gz"
 
 section "summary ($((SECONDS - START)) s, built from $BUILD_COMMIT)"
 {
