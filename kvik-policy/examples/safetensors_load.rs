@@ -6,6 +6,11 @@
 //! the file (`mmap`) and copy each tensor from the mapping to the GPU
 //! (`cuMemcpyHtoD` from pageable memory), in the same run, on the same file.
 //!
+//! kvik-policy loads two ways: one blocking `read` per tensor in file order
+//! (what a loader written in a hurry does), and every tensor's request in
+//! flight at once through `kvik_policy::scope` (small tensors no longer wait
+//! for each other, large ones share the pool).
+//!
 //! ```text
 //! cargo run --release -p kvik-policy --example safetensors_load -- PATH \
 //!     [--make] [--size 4GiB] [--reps 3] [--cold] [--json FILE]
@@ -18,7 +23,9 @@
 //!   (default 4 GiB), random contents.
 //! * Each method runs once untimed (bringing up the pool, the pinned
 //!   buffers and the file's pages), which also checks every byte that
-//!   arrived against the file; then `--reps` timed loads each, alternating.
+//!   arrived against the file; then `--reps` timed loads each, in turn.
+//!   A load's time covers opening (or mapping) the file, allocating every
+//!   tensor and moving its bytes, until the last copy has landed.
 //!   `--cold` adds loads with the file's pages dropped from the page cache
 //!   before each (`posix_fadvise(DONTNEED)`, no root needed).
 //! * Without a GPU it says so and compares the host-memory path instead:
@@ -37,16 +44,27 @@ use std::time::Instant;
 
 use bytemuck::Pod;
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
-use kvik_policy::{FileHandle, PathReport, Settings, gpu, parse_size};
+use kvik_policy::{BufMut, FileHandle, PathReport, Settings, gpu, parse_size};
 use kvik_test_support::random_bytes;
 use safetensors::tensor::Metadata;
 use safetensors::{Dtype, View};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-const KVIK: &str = "kvik-policy";
-const BASELINE: &str = "mmap + cuMemcpyHtoD";
-const HOST_BASELINE: &str = "mmap + copy";
+/// The three ways of loading, as the summary names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    /// kvik-policy, one blocking request per tensor, in file order.
+    Kvik,
+    /// kvik-policy, every tensor's request in flight at once (`kvik_policy::scope`).
+    KvikScope,
+    /// The mapping, copied tensor by tensor.
+    Mmap,
+}
+
+impl Method {
+    const ALL: [Method; 3] = [Method::Kvik, Method::KvikScope, Method::Mmap];
+}
 
 fn main() -> Result<()> {
     let args = Args::parse()?;
@@ -89,47 +107,53 @@ fn main() -> Result<()> {
             Target::Host
         }
     };
-    let baseline = target.baseline_name();
 
     // Untimed: warm everything up, and check every byte against the file.
-    let (loaded, report) = target.load_kvik(&checkpoint)?;
-    target.check(&checkpoint, &loaded)?;
-    drop(loaded);
-    let loaded = target.load_mmap(&checkpoint)?;
-    target.check(&checkpoint, &loaded)?;
-    drop(loaded);
-    println!("every byte of every tensor checked against the file, both methods");
+    let mut report = None;
+    for method in Method::ALL {
+        let (loaded, method_report) = target.load(method, &checkpoint)?;
+        target.check(&checkpoint, &loaded)?;
+        report = report.or(method_report);
+    }
+    println!("every byte of every tensor checked against the file, by every method");
+    let report = report.ok_or("the checkpoint holds no tensor")?;
     println!("path report of one whole load through kvik-policy:\n{report}");
 
     let mut rows = Vec::new();
     let caches: &[bool] = if args.cold { &[false, true] } else { &[false] };
     for &cold in caches {
-        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        let mut rates = [Vec::new(), Vec::new(), Vec::new()];
+        let mut most_cached: Option<f64> = None;
         for _ in 0..args.reps {
-            for method in [KVIK, baseline] {
+            for (i, method) in Method::ALL.into_iter().enumerate() {
                 if cold {
-                    checkpoint.drop_from_page_cache()?;
+                    let cached = checkpoint.drop_from_page_cache()?;
+                    most_cached = most_cached.into_iter().chain(cached).reduce(f64::max);
                 }
                 let started = Instant::now();
-                let loaded = match method {
-                    KVIK => target.load_kvik(&checkpoint)?.0,
-                    _ => target.load_mmap(&checkpoint)?,
-                };
+                let loaded = target.load(method, &checkpoint)?;
                 target.finish()?;
                 let seconds = started.elapsed().as_secs_f64();
                 drop(loaded);
-                let rate = checkpoint.bytes() as f64 / seconds / 1e9;
-                if method == KVIK {
-                    &mut ours
-                } else {
-                    &mut theirs
-                }
-                .push(rate);
+                rates[i].push(checkpoint.bytes() as f64 / seconds / 1e9);
             }
         }
         let cache = if cold { "cold" } else { "page-cached" };
-        rows.push(Row::new(KVIK, cache, &target, &checkpoint, ours));
-        rows.push(Row::new(baseline, cache, &target, &checkpoint, theirs));
+        if let Some(share) = most_cached {
+            println!(
+                "cold loads: at most {:.1}% of the file was in the page cache as a load started",
+                share * 100.0
+            );
+        }
+        for (method, rates) in Method::ALL.into_iter().zip(rates) {
+            rows.push(Row::new(
+                target.name(method),
+                cache,
+                &target,
+                &checkpoint,
+                rates,
+            ));
+        }
     }
 
     println!(
@@ -138,16 +162,21 @@ fn main() -> Result<()> {
     );
     for row in &rows {
         println!(
-            "  {:<11} {:<22} {:>7.2} [{:.2}–{:.2}]",
+            "  {:<11} {:<34} {:>7.2} [{:.2}–{:.2}]",
             row.cache, row.method, row.median, row.min, row.max
         );
     }
-    for pair in rows.chunks(2) {
-        println!(
-            "  {}: {KVIK} / {baseline} = {:.2}×",
-            pair[0].cache,
-            pair[0].median / pair[1].median
-        );
+    for three in rows.chunks(3) {
+        let baseline = &three[2];
+        for ours in &three[..2] {
+            println!(
+                "  {}: {} / {} = {:.2}×",
+                ours.cache,
+                ours.method,
+                baseline.method,
+                ours.median / baseline.median
+            );
+        }
     }
     if let Some(path) = &args.json {
         let lines: Vec<String> = rows.iter().map(|r| r.json(&args.path)).collect();
@@ -268,11 +297,12 @@ impl Checkpoint {
     }
 
     /// Drop the file's pages from the page cache (they are clean: the file
-    /// was synced when made, and nothing writes it).
-    fn drop_from_page_cache(&self) -> Result<()> {
+    /// was synced when made, and nothing writes it); returns the share of
+    /// the file still cached afterwards (`mincore`), when it can be told.
+    fn drop_from_page_cache(&self) -> Result<Option<f64>> {
         let file = File::open(&self.path)?;
         rustix::fs::fadvise(&file, 0, None::<NonZeroU64>, rustix::fs::Advice::DontNeed)?;
-        Ok(())
+        Ok(self.map()?.residency())
     }
 
     /// The file mapped read-only, as `safetensors` users map it.
@@ -309,6 +339,19 @@ impl Mapping {
     }
 }
 
+impl Mapping {
+    /// The share of the file's pages in the page cache.
+    fn residency(&self) -> Option<f64> {
+        let page = kvik_policy::task::page_size() as usize;
+        let pages = self.len.div_ceil(page);
+        let mut resident = vec![0u8; pages];
+        // SAFETY: `ptr` is a page-aligned mapping of `len` bytes; `resident`
+        // holds one byte per page of it.
+        let ok = unsafe { libc::mincore(self.ptr, self.len, resident.as_mut_ptr()) } == 0;
+        ok.then(|| resident.iter().filter(|&&r| r & 1 == 1).count() as f64 / pages.max(1) as f64)
+    }
+}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: unmapping exactly the mapping made in `Checkpoint::map`.
@@ -339,6 +382,30 @@ enum Loaded {
     Host(Vec<HostTensor>),
 }
 
+impl Loaded {
+    /// Every tensor's memory, for kvik-policy to read into.
+    fn buffers(&mut self) -> Vec<BufMut<'_>> {
+        match self {
+            Loaded::Device(tensors) => tensors
+                .iter_mut()
+                .map(|t| match t {
+                    Tensor::F32(s) => s.into(),
+                    Tensor::Bits16(s) => s.into(),
+                    Tensor::Bytes(s) => s.into(),
+                })
+                .collect(),
+            Loaded::Host(tensors) => tensors
+                .iter_mut()
+                .map(|t| match t {
+                    Tensor::F32(v) => v.into(),
+                    Tensor::Bits16(v) => v.into(),
+                    Tensor::Bytes(v) => v.into(),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Call `$load::<T>(args)` with the tensor's element type and wrap the result.
 macro_rules! typed {
     ($dtype:expr, $load:ident($($arg:expr),*)) => {
@@ -351,59 +418,90 @@ macro_rules! typed {
 }
 
 impl Target {
-    fn baseline_name(&self) -> &'static str {
-        match self {
-            Target::Device(_) => BASELINE,
-            Target::Host => HOST_BASELINE,
+    /// How the summary names `method` for this target.
+    fn name(&self, method: Method) -> &'static str {
+        match (method, self) {
+            (Method::Kvik, _) => "kvik-policy, tensor by tensor",
+            (Method::KvikScope, _) => "kvik-policy, all in flight (scope)",
+            (Method::Mmap, Target::Device(_)) => "mmap + cuMemcpyHtoD",
+            (Method::Mmap, Target::Host) => "mmap + copy",
         }
     }
 
-    /// Every tensor through a `FileHandle`, one request per tensor, with the
+    /// Load every tensor by `method`; kvik-policy's loads come with their
     /// requests' path reports folded into one.
-    fn load_kvik(&self, checkpoint: &Checkpoint) -> Result<(Loaded, PathReport)> {
+    fn load(
+        &self,
+        method: Method,
+        checkpoint: &Checkpoint,
+    ) -> Result<(Loaded, Option<PathReport>)> {
+        if method == Method::Mmap {
+            return Ok((self.load_mmap(checkpoint)?, None));
+        }
         let file = FileHandle::open(&checkpoint.path, "r")?;
+        let mut loaded = self.alloc(checkpoint)?;
         let mut report: Option<PathReport> = None;
         let mut fold = |done: kvik_policy::Transfer| match &mut report {
             Some(r) => r.absorb(done.report),
             None => report = Some(done.report),
         };
-        let loaded = match self {
-            Target::Device(stream) => {
-                let mut out = Vec::with_capacity(checkpoint.tensors.len());
-                for t in &checkpoint.tensors {
-                    out.push(typed!(t.dtype, device_read(stream, &file, t, &mut fold)));
-                }
-                Loaded::Device(out)
+        let requests = loaded.buffers().into_iter().zip(&checkpoint.tensors);
+        if method == Method::Kvik {
+            for (buf, t) in requests {
+                fold(file.read_with_report(buf, t.offset)?.exact()?);
             }
-            Target::Host => {
-                let mut out = Vec::with_capacity(checkpoint.tensors.len());
-                for t in &checkpoint.tensors {
-                    out.push(typed!(t.dtype, host_read(&file, t, &mut fold)));
+        } else {
+            kvik_policy::scope(|s| {
+                let pending: Vec<_> = requests
+                    .map(|(buf, t)| s.pread(&file, buf, t.offset))
+                    .collect();
+                for request in pending {
+                    fold(request.wait()?.exact()?);
                 }
-                Loaded::Host(out)
-            }
-        };
-        Ok((loaded, report.ok_or("the checkpoint holds no tensor")?))
+                Ok::<_, kvik_policy::Error>(())
+            })?;
+        }
+        Ok((loaded, report))
+    }
+
+    /// Memory for every tensor, typed by its dtype.
+    fn alloc(&self, checkpoint: &Checkpoint) -> Result<Loaded> {
+        Ok(match self {
+            Target::Device(stream) => Loaded::Device(
+                checkpoint
+                    .tensors
+                    .iter()
+                    .map(|t| Ok(typed!(t.dtype, device_alloc(stream, t))))
+                    .collect::<Result<_>>()?,
+            ),
+            Target::Host => Loaded::Host(
+                checkpoint
+                    .tensors
+                    .iter()
+                    .map(|t| Ok(typed!(t.dtype, host_alloc(t))))
+                    .collect::<Result<_>>()?,
+            ),
+        })
     }
 
     /// Every tensor copied out of the mapped file.
     fn load_mmap(&self, checkpoint: &Checkpoint) -> Result<Loaded> {
         let map = checkpoint.map()?;
         Ok(match self {
-            Target::Device(stream) => {
-                let mut out = Vec::with_capacity(checkpoint.tensors.len());
-                for t in &checkpoint.tensors {
-                    out.push(typed!(t.dtype, device_copy(stream, map.bytes(t))));
-                }
-                Loaded::Device(out)
-            }
-            Target::Host => {
-                let mut out = Vec::with_capacity(checkpoint.tensors.len());
-                for t in &checkpoint.tensors {
-                    out.push(typed!(t.dtype, host_copy(map.bytes(t))));
-                }
-                Loaded::Host(out)
-            }
+            Target::Device(stream) => Loaded::Device(
+                checkpoint
+                    .tensors
+                    .iter()
+                    .map(|t| Ok(typed!(t.dtype, device_copy(stream, map.bytes(t)))))
+                    .collect::<Result<_>>()?,
+            ),
+            Target::Host => Loaded::Host(
+                checkpoint
+                    .tensors
+                    .iter()
+                    .map(|t| Ok(typed!(t.dtype, host_copy(map.bytes(t)))))
+                    .collect::<Result<_>>()?,
+            ),
         })
     }
 
@@ -445,25 +543,15 @@ fn elements<T>(t: &TensorEntry) -> usize {
     t.len as usize / size_of::<T>()
 }
 
-fn device_read<T: Pod + DeviceRepr + ValidAsZeroBits>(
+fn device_alloc<T: DeviceRepr + ValidAsZeroBits>(
     stream: &Arc<CudaStream>,
-    file: &FileHandle,
     t: &TensorEntry,
-    fold: &mut impl FnMut(kvik_policy::Transfer),
 ) -> Result<CudaSlice<T>> {
-    let mut tensor = stream.alloc_zeros::<T>(elements::<T>(t))?;
-    fold(file.read_with_report(&mut tensor, t.offset)?.exact()?);
-    Ok(tensor)
+    Ok(stream.alloc_zeros::<T>(elements::<T>(t))?)
 }
 
-fn host_read<T: Pod>(
-    file: &FileHandle,
-    t: &TensorEntry,
-    fold: &mut impl FnMut(kvik_policy::Transfer),
-) -> Result<Vec<T>> {
-    let mut tensor = vec![T::zeroed(); elements::<T>(t)];
-    fold(file.read_with_report(&mut tensor, t.offset)?.exact()?);
-    Ok(tensor)
+fn host_alloc<T: Pod>(t: &TensorEntry) -> Result<Vec<T>> {
+    Ok(vec![T::zeroed(); elements::<T>(t)])
 }
 
 /// What a framework's CUDA backend does with a mapped tensor: allocate, then
