@@ -382,26 +382,28 @@ enum Loaded {
     Host(Vec<HostTensor>),
 }
 
+impl<F32, U16, U8> Tensor<F32, U16, U8> {
+    /// The tensor's memory, for kvik-policy to read into.
+    fn buf<'a>(&'a mut self) -> BufMut<'a>
+    where
+        &'a mut F32: Into<BufMut<'a>>,
+        &'a mut U16: Into<BufMut<'a>>,
+        &'a mut U8: Into<BufMut<'a>>,
+    {
+        match self {
+            Tensor::F32(x) => x.into(),
+            Tensor::Bits16(x) => x.into(),
+            Tensor::Bytes(x) => x.into(),
+        }
+    }
+}
+
 impl Loaded {
-    /// Every tensor's memory, for kvik-policy to read into.
+    /// Every tensor's memory, in file order.
     fn buffers(&mut self) -> Vec<BufMut<'_>> {
         match self {
-            Loaded::Device(tensors) => tensors
-                .iter_mut()
-                .map(|t| match t {
-                    Tensor::F32(s) => s.into(),
-                    Tensor::Bits16(s) => s.into(),
-                    Tensor::Bytes(s) => s.into(),
-                })
-                .collect(),
-            Loaded::Host(tensors) => tensors
-                .iter_mut()
-                .map(|t| match t {
-                    Tensor::F32(v) => v.into(),
-                    Tensor::Bits16(v) => v.into(),
-                    Tensor::Bytes(v) => v.into(),
-                })
-                .collect(),
+            Loaded::Device(tensors) => tensors.iter_mut().map(Tensor::buf).collect(),
+            Loaded::Host(tensors) => tensors.iter_mut().map(Tensor::buf).collect(),
         }
     }
 }
