@@ -92,6 +92,25 @@ impl ParsedConfig {
     /// [`ConfigError::NotAFile`], found without waiting: the path is opened
     /// with `O_NONBLOCK` (opening a FIFO to read otherwise waits for a
     /// writer) and the opened descriptor, not the path, is checked.
+    ///
+    /// ```
+    /// use cufile_config::{ParsedConfig, ValidateOptions};
+    /// # let dir = std::env::temp_dir().join(format!("cufile-config-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("cufile.json");
+    /// std::fs::write(&path, r#"{ "execution": { "max_io_threads": 8, "parallel_io": true,
+    ///                            "min_io_threshold_size_kb": 1000 } }"#)?;
+    /// let parsed = ParsedConfig::read(&path, &ValidateOptions::default())?;
+    /// // 1000 KiB is not 4 KiB aligned: a warning, with its line and column.
+    /// assert_eq!((parsed.error_count(), parsed.warning_count()), (0, 1));
+    /// print!("{}", parsed.render("cufile.json"));
+    /// // What cuFile will use, and where each value comes from.
+    /// let execution = parsed.execution();
+    /// assert_eq!(execution.config.max_io_threads, 8);
+    /// assert_eq!(execution.config.min_io_threshold_size_kb, 1000);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn read(path: &Path, options: &ValidateOptions) -> Result<ParsedConfig, ConfigError> {
         let bytes = read_regular_file(path, MAX_FILE_BYTES)?;
         let mut parsed = ParsedConfig::from_bytes(&bytes, options);
@@ -124,10 +143,12 @@ impl ParsedConfig {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
 
+    /// The diagnostics that are errors (cuFile refuses the file).
     pub fn error_count(&self) -> usize {
         self.diagnostics.iter().filter(|d| d.is_error()).count()
     }
 
+    /// The diagnostics that are warnings (cuFile reads the file anyway).
     pub fn warning_count(&self) -> usize {
         self.diagnostics.len() - self.error_count()
     }

@@ -8,7 +8,7 @@ use std::fmt;
 /// opens).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize)]
 pub enum Libcufile {
-    /// libcufile 1.15 (CUDA 13.0; what the GPU test machine runs).
+    /// libcufile 1.15 (the one CUDA 13.0 ships).
     #[default]
     #[serde(rename = "1.15")]
     V1_15,

@@ -3,8 +3,8 @@
 //!
 //! The key list is what the libraries themselves contain: the dotted paths
 //! (`execution.max_io_threads`, …) in the string tables of libcufile 1.15.1.6
-//! and 1.20.0.107. Ranges are what `cuFileGetParameterMinMaxValue` reports
-//! (SPEC §2); alignment rules and their severities follow the library's own
+//! and 1.20.0.107. Ranges are what `cuFileGetParameterMinMaxValue` reports;
+//! alignment rules and their severities follow the library's own
 //! messages (`invalid directIO size specified, should be multiple of 64K` →
 //! error) or, where the library has no such message, NVIDIA's documentation
 //! ("should be 4K aligned" → warning).

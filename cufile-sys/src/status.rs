@@ -14,6 +14,7 @@ impl CUfileOpError {
         self.0
     }
 
+    /// Whether the code is 0 (`CU_FILE_SUCCESS`).
     pub fn is_success(self) -> bool {
         self.0 == 0
     }

@@ -8,33 +8,14 @@
 //! None of these tests opens the cuFile driver: without a GPU that call never
 //! returns.
 
-use std::io::Write as _;
-use std::path::PathBuf;
-
 use cufile_sys::stats::StatsLayout;
 use cufile_sys::{CuFileLibrary, Feature, LibraryVersion, LoadError, cufile_fn};
-
-/// The library named by `var`, or `None` after saying why the test is skipped.
-fn library_path(var: &str, test: &str) -> Option<PathBuf> {
-    match std::env::var_os(var).filter(|v| !v.is_empty()) {
-        Some(path) => Some(PathBuf::from(path)),
-        None => {
-            if std::env::var_os("KVIK_REQUIRE_CUFILE").is_some_and(|v| v == "1") {
-                panic!("{test}: {var} is not set but KVIK_REQUIRE_CUFILE=1");
-            }
-            // Written to the real stderr, past the test harness's capture.
-            let _ = writeln!(
-                std::io::stderr(),
-                "skipped: {test}: {var} is not set (no libcufile to test)"
-            );
-            None
-        }
-    }
-}
+use kvik_test_support::{library_var_or_skip, skip};
 
 #[test]
 fn the_configured_library_loads_and_answers_its_version() {
-    let Some(path) = library_path("KVIK_CUFILE_LIBRARY", "the_configured_library_loads") else {
+    let Some(path) = library_var_or_skip("the_configured_library_loads", "KVIK_CUFILE_LIBRARY")
+    else {
         return;
     };
     let lib = CuFileLibrary::load().unwrap_or_else(|e| panic!("loading {}: {e}", path.display()));
@@ -83,7 +64,7 @@ fn the_configured_library_loads_and_answers_its_version() {
 
 #[test]
 fn libcufile_1_15_lacks_vector_io_and_uses_the_old_stats_layout() {
-    let Some(path) = library_path("KVIK_CUFILE_LIBRARY_1_15", "libcufile_1_15") else {
+    let Some(path) = library_var_or_skip("libcufile_1_15", "KVIK_CUFILE_LIBRARY_1_15") else {
         return;
     };
     let lib = CuFileLibrary::load_from(&path)
@@ -110,17 +91,17 @@ fn libcufile_1_15_lacks_vector_io_and_uses_the_old_stats_layout() {
 
 #[test]
 fn a_sibling_library_without_the_driver_api_is_refused_by_name() {
-    let Some(path) = library_path("KVIK_CUFILE_LIBRARY", "a_sibling_library_is_refused") else {
+    let Some(path) = library_var_or_skip("a_sibling_library_is_refused", "KVIK_CUFILE_LIBRARY")
+    else {
         return;
     };
     // The wheel ships libcufile_rdma.so.1 beside libcufile.so.0: a real
     // NVIDIA library that lacks the cuFile driver API.
     let rdma = path.with_file_name("libcufile_rdma.so.1");
     if !rdma.exists() {
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped: {} not found beside the library",
-            rdma.display()
+        skip(
+            "a_sibling_library_is_refused",
+            format!("{} not found beside the library", rdma.display()),
         );
         return;
     }

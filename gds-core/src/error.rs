@@ -9,6 +9,9 @@ use cufile_sys::{LoadError, MissingSymbol};
 use crate::cuda::CudaUnavailable;
 use crate::log::LogExcerpt;
 
+/// Everything that can go wrong in gds-core: libcufile missing or lacking
+/// a function, no CUDA driver, a cuFile call that failed (with its status,
+/// the path and cufile.log's lines about it), an I/O error with its offset.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -91,6 +94,7 @@ pub enum Error {
     StatsUnavailable { reason: String },
 }
 
+/// `Result` with gds-core's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 fn describe_context(path: &Option<PathBuf>, log: &Option<LogExcerpt>) -> String {

@@ -59,8 +59,8 @@ static CHOSEN_BY_US: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 /// `logging.dir` in cufile.json). For programs that can call it while still
 /// single-threaded, such as a command-line tool's first line: the parameter
 /// call gds-core makes otherwise (`cuFileSetParameterString`) did not always
-/// take effect — on the H200 test machine (libcufile 1.15) the `kvik` command's
-/// log still went to the working directory. Returns the file chosen.
+/// take effect — with libcufile 1.15 the `kvik` command's log still went to
+/// the working directory. Returns the file chosen.
 ///
 /// # Safety
 /// No other thread may read or write the environment during the call

@@ -17,8 +17,9 @@
 //!   least 1 — the first MiB of a request into an unregistered buffer never
 //!   earns a unit of its own ([`UNREGISTERED_HEAD`]).
 //!
-//! Where `size / P` does not bind (`ceil(size / T) <= P`) this is SPEC §4's
-//! `ceil(size / T)` and `ceil((size − 1 MiB) / T)` capped at `P`. Where it
+//! Where `size / P` does not bind (`ceil(size / T) <= P`) this is the rule
+//! first stated from fewer measurements, `ceil(size / T)` and
+//! `ceil((size − 1 MiB) / T)` capped at `P`. Where it
 //! binds, the difference shows only for `T` below 1 MiB: with `T` = 512 KiB,
 //! `P` = 4 and an unregistered 3 MiB request, cuFile made 3 units, not
 //! `min(4, ceil(2 MiB / 512 KiB))` = 4 — the units were widened to
@@ -29,9 +30,29 @@
 //! (1024 and 4096 KiB gave identical counts), so the model takes only the
 //! `execution` section.
 //!
-//! Unit boundaries are not visible in cuFile's counters; the model follows
-//! SPEC §4: equal pieces, each a multiple of 4 KiB from the start of the
-//! request (at least 4 KiB), the last piece taking the rest.
+//! Unit boundaries are not visible in cuFile's counters; the model assumes
+//! equal pieces, each a multiple of 4 KiB from the start of the request (at
+//! least 4 KiB), the last piece taking the rest.
+//!
+//! NVIDIA's worked examples, under the stock `cufile.json` (an unregistered
+//! buffer): one 1 GiB read is 4 units of 256 MiB; a 16 MiB read, 2 units of
+//! 8 MiB; the same 1 GiB in KvikIO's 4 MiB tasks, one unit per task.
+//!
+//! ```
+//! use cufile_config::ExecutionConfig;
+//! use gds_core::schedule::{self, Registration, Request};
+//!
+//! let stock = ExecutionConfig::STOCK_FILE;
+//! let read = |size| Request { file_offset: 0, buffer_offset: 0, size };
+//! let units = schedule::plan(read(1 << 30), &stock, Registration::Unregistered);
+//! assert_eq!(units.unit_count(), 4);
+//! assert_eq!(units.size_runs().collect::<Vec<_>>(), [(4, 256 << 20)]);
+//! let units = schedule::plan(read(16 << 20), &stock, Registration::Unregistered);
+//! assert_eq!(units.size_runs().collect::<Vec<_>>(), [(2, 8 << 20)]);
+//! let units = schedule::plan(read(4 << 20), &stock, Registration::Unregistered);
+//! assert_eq!(units.unit_count(), 1);
+//! println!("{}", units.rule()); // why cuFile cuts it so
+//! ```
 
 use std::fmt;
 
@@ -53,6 +74,7 @@ pub struct Request {
     pub file_offset: u64,
     /// `bufPtr_offset`: where it starts in the (registered or not) device buffer.
     pub buffer_offset: u64,
+    /// Bytes.
     pub size: u64,
 }
 
@@ -61,11 +83,14 @@ pub struct Request {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Registration {
+    /// Registered with `cuFileBufRegister`.
     Registered,
+    /// Not registered (cuFile stages it through its own registered buffers).
     Unregistered,
 }
 
 impl Registration {
+    /// Whether this is [`Registration::Registered`].
     pub fn is_registered(self) -> bool {
         self == Registration::Registered
     }

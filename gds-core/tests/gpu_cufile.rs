@@ -3,20 +3,20 @@
 //! delta of every read.
 //!
 //! Needs a CUDA driver with a GPU and libcufile (`KVIK_CUFILE_LIBRARY` or the
-//! default search); says "skipped" otherwise and never touches cuFile then.
-//! On hosts without udev, write the udev entry of SPEC §8 first, or
-//! registration fails (5027). `KVIK_TEST_DIR` picks the directory of the test
-//! file (default: the system temp directory).
+//! default search); says "skipped" otherwise (fails under
+//! `KVIK_REQUIRE_GPU=1`) and never touches cuFile then. On a host without
+//! udevd, registration fails (5027) until the udev entry of the root block
+//! device exists (`gpu/run-all.sh` writes it). `KVIK_TEST_DIR` picks the
+//! directory of the test file (default: the system temp directory).
 
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, DevicePtr};
-use cufile_sys::CuFileLibrary;
 use gds_core::parameters::{BoolParameter, SizeParameter};
 use gds_core::schedule::{self, Registration, Request};
 use gds_core::{BufferRegistration, CuFileHandle, Driver, OpenFlags, StatsSnapshot, io};
+use kvik_test_support::{TestFile, gpu_and_cufile_or_skip};
 
 const MIB: usize = 1 << 20;
 
@@ -26,29 +26,9 @@ fn say(line: &str) {
 
 /// The driver, or `None` after saying why this machine cannot run the test.
 fn driver_or_skip(test: &str) -> Option<Driver> {
-    if let Err(reason) = gds_core::cuda::probe() {
-        say(&format!("skipped: {test}: {reason}"));
-        return None;
-    }
-    if let Err(reason) = CuFileLibrary::load() {
-        say(&format!("skipped: {test}: {reason}"));
-        return None;
-    }
+    gpu_and_cufile_or_skip(test)?;
     // From here on this is a GPU machine with libcufile: failures are failures.
     Some(Driver::open().unwrap_or_else(|e| panic!("{test}: cuFileDriverOpen: {e}")))
-}
-
-fn test_file(name: &str, len: usize) -> PathBuf {
-    let dir = std::env::var_os("KVIK_TEST_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
-    let path = dir.join(format!("{name}-{}", std::process::id()));
-    let mut data = Vec::with_capacity(len);
-    for i in 0..len / 8 {
-        data.extend_from_slice(&(i as u64 * 0x9E37_79B9_7F4A_7C15).to_le_bytes());
-    }
-    std::fs::write(&path, &data).unwrap();
-    path
 }
 
 #[test]
@@ -112,10 +92,11 @@ fn reads_into_device_memory_are_counted_per_gpu() {
         return;
     };
     let total = 1 << 30;
-    let path = test_file("gds-core-read", total);
-    let handle = CuFileHandle::open(&driver, &path, OpenFlags::READ)
+    let file = TestFile::random("gds-core-read", total, 11);
+    let path = file.path();
+    let handle = CuFileHandle::open(&driver, path, OpenFlags::READ)
         .unwrap_or_else(|e| panic!("registering {}: {e}", path.display()));
-    let expected = std::fs::read(&path).unwrap();
+    let expected = std::fs::read(path).unwrap();
 
     let ctx: Arc<CudaContext> = CudaContext::new(0).expect("CUDA context");
     let stream = ctx.default_stream();
@@ -200,5 +181,4 @@ fn reads_into_device_memory_are_counted_per_gpu() {
         );
     }
     drop(handle);
-    std::fs::remove_file(&path).unwrap();
 }

@@ -145,7 +145,8 @@ fn counts_respect_the_settings() {
             assert_eq!(n, expected, "registered: min(P, ceil(size / T)): {context}");
         }
         if e.parallel_io && !registration.is_registered() && threshold(&e) >= MIB {
-            // SPEC §4's rule holds exactly where the threshold is at least 1 MiB.
+            // The plain threshold rule, min(P, ceil((size - 1 MiB) / T)), holds
+            // exactly where the threshold is at least 1 MiB.
             let expected = size
                 .saturating_sub(MIB)
                 .div_ceil(threshold(&e))

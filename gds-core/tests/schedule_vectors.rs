@@ -152,7 +152,7 @@ fn the_model_reproduces_every_measured_case() {
     }
 }
 
-/// SPEC §4's first statement of the unregistered rule, `min(P, ceil((size −
+/// The plain threshold rule for unregistered buffers, `min(P, ceil((size −
 /// 1 MiB) / T))`, is what the model reduces to when `T >= 1 MiB`; the vectors
 /// contradict it in exactly six cases (T = 512 KiB, unregistered, 2.5 MiB <
 /// size <= 4 MiB), which the model explains by widening the units to

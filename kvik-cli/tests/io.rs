@@ -2,9 +2,10 @@
 //! codes, what errors name, the JSON shape, byte-identical copies, CRC-32s
 //! that match zlib's, and no partial files after a failure.
 
-use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Output};
+
+use kvik_test_support::skip;
 
 fn kvik_cmd(args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kvik"));
@@ -49,10 +50,6 @@ fn fails(out: &Output, code: i32, needle: &str) {
         "stdout: {}",
         String::from_utf8_lossy(&out.stdout)
     );
-}
-
-fn skip(test: &str, reason: &str) {
-    let _ = writeln!(std::io::stderr(), "skipped: {test}: {reason}");
 }
 
 fn p(path: &Path) -> &str {

@@ -10,6 +10,8 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use kvik_test_support::skip;
+
 fn kvik_cmd(args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kvik"));
     cmd.args(args);
@@ -54,10 +56,6 @@ fn fails(out: &Output, code: i32, needles: &[&str]) {
         assert!(err.contains(needle), "{needle:?} not in: {err}");
     }
     assert!(!err.contains("panicked"), "{err}");
-}
-
-fn skip(test: &str, reason: &str) {
-    let _ = writeln!(std::io::stderr(), "skipped: {test}: {reason}");
 }
 
 fn p(path: &Path) -> &str {
@@ -169,7 +167,7 @@ fn a_full_filesystem_fails_the_copy_and_keeps_the_old_destination() {
     match mounted {
         Ok(out) if out.status.success() => {}
         Ok(out) => return skip("a_full_filesystem_fails_the_copy", text(&out.stderr).trim()),
-        Err(e) => return skip("a_full_filesystem_fails_the_copy", &e.to_string()),
+        Err(e) => return skip("a_full_filesystem_fails_the_copy", e),
     }
     struct Unmount<'a>(&'a Path);
     impl Drop for Unmount<'_> {

@@ -1,10 +1,9 @@
 //! The planning hot path: what runs before any byte moves.
 //!
-//! For a 1 GiB request in 4 MiB tasks (256 tasks, SPEC §4's worked
+//! For a 1 GiB request in 4 MiB tasks (256 tasks, NVIDIA's worked
 //! example): KvikIO's task split alone, cuFile's work-unit model for one
 //! task, and both together (each task's units, as `kvik plan` and a cuFile
-//! route compute them). The target (issue 7) is under 1 µs per task
-//! planned; criterion prints the time per iteration, and `per task` is that
+//! route compute them). The target is under 1 µs per task planned; criterion prints the time per iteration, and `per task` is that
 //! divided by 256.
 //!
 //! ```sh

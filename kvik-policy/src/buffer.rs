@@ -34,7 +34,9 @@ use crate::routing::MemoryKind;
 #[non_exhaustive]
 #[derive(Debug)]
 pub enum BufMut<'a> {
+    /// Host memory, as bytes.
     Host(&'a mut [u8]),
+    /// Device memory.
     Device(DeviceSliceMut<'a>),
 }
 
@@ -42,7 +44,9 @@ pub enum BufMut<'a> {
 #[non_exhaustive]
 #[derive(Debug, Clone)]
 pub enum Buf<'a> {
+    /// Host memory, as bytes.
     Host(&'a [u8]),
+    /// Device memory.
     Device(DeviceSlice<'a>),
 }
 
@@ -54,9 +58,11 @@ impl BufMut<'_> {
             BufMut::Device(d) => d.range.len,
         }
     }
+    /// Whether the length is 0.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Host memory, or device memory of which GPU.
     pub fn memory(&self) -> MemoryKind {
         match self {
             BufMut::Host(_) => MemoryKind::Host,
@@ -75,9 +81,11 @@ impl Buf<'_> {
             Buf::Device(d) => d.range.len,
         }
     }
+    /// Whether the length is 0.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Host memory, or device memory of which GPU.
     pub fn memory(&self) -> MemoryKind {
         match self {
             Buf::Host(_) => MemoryKind::Host,
@@ -191,8 +199,11 @@ impl<'a, T: NoUninit> From<&'a CudaViewMut<'_, T>> for Buf<'a> {
 /// reads or writes through it, and making one vouches for nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct DeviceRange {
+    /// The GPU.
     pub ordinal: u32,
+    /// The first byte's device address.
     pub ptr: u64,
+    /// Bytes.
     pub len: usize,
 }
 
@@ -331,11 +342,13 @@ impl<'a> DeviceSlice<'a> {
 
 /// An owned buffer a background read (`FileHandle::pread`) fills and hands back.
 pub trait IoBufferMut: Send + 'static {
+    /// The memory to fill.
     fn as_buf_mut(&mut self) -> BufMut<'_>;
 }
 
 /// An owned buffer a background write (`FileHandle::pwrite`) takes its bytes from.
 pub trait IoBuffer: Send + 'static {
+    /// The memory to write from.
     fn as_buf(&self) -> Buf<'_>;
 }
 
@@ -501,8 +514,9 @@ impl std::fmt::Debug for AlignedBuffer {
 }
 
 /// Page-aligned bounce buffers for O_DIRECT from and to unaligned host
-/// memory, allocated once and reused (allocating in the hot path halves
-/// throughput, SPEC §7).
+/// memory, allocated once and reused: allocating them in the hot path (a
+/// fresh mapping, faulted in page by page, per task) cost a staged pipeline
+/// more than half its throughput where it was measured.
 static BOUNCE_BUFFERS: Mutex<Vec<AlignedBuffer>> = Mutex::new(Vec::new());
 /// More than any pool keeps busy at once; the rest are freed.
 const MAX_IDLE_BOUNCE_BUFFERS: usize = 32;

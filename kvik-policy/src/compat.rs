@@ -11,6 +11,21 @@ use std::str::FromStr;
     Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "UPPERCASE")]
+/// KvikIO's compat mode: whether device-memory requests may go to cuFile.
+///
+/// Parsed as KvikIO parses `KVIKIO_COMPAT_MODE`: case-insensitive,
+/// surrounding whitespace ignored; `on/true/yes/1` → ON, `off/false/no/0`
+/// → OFF, `auto` → AUTO; anything else is an error.
+///
+/// ```
+/// use kvik_policy::CompatMode;
+///
+/// assert_eq!(" Yes ".parse::<CompatMode>(), Ok(CompatMode::On));
+/// assert_eq!("AUTO".parse::<CompatMode>(), Ok(CompatMode::Auto));
+/// assert_eq!(CompatMode::default(), CompatMode::Auto);
+/// let err = "maybe".parse::<CompatMode>().unwrap_err();
+/// assert!(err.to_string().contains("expected on/true/yes/1"));
+/// ```
 pub enum CompatMode {
     /// Never load libcufile: POSIX only.
     On,
@@ -28,6 +43,7 @@ pub enum CompatMode {
     crate::error::quote_value(value)
 )]
 pub struct ParseCompatModeError {
+    /// The text that was given.
     pub value: String,
 }
 

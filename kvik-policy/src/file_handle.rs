@@ -2,27 +2,6 @@
 //! device-memory requests will be served (and keeps why), and runs reads and
 //! writes as the [plan](crate::plan) of each request says, each with a
 //! [`PathReport`].
-//!
-//! ```
-//! use kvik_policy::FileHandle;
-//! # let dir = tempfile::tempdir()?;
-//! # let path = dir.path().join("weights.bin");
-//! # std::fs::write(&path, vec![7u8; 3 << 20])?;
-//! let file = FileHandle::open(&path, "r")?;
-//! let mut buf = vec![0u8; 1 << 20];
-//! let n = file.read(&mut buf, 0)?;                       // blocking; short at end of file
-//! let (buf, done) = file.pread(buf, 1 << 20).wait()?;    // in the background; the buffer comes back
-//! assert_eq!((n, done.bytes), (1 << 20, 1 << 20));
-//! assert!(buf.iter().all(|&b| b == 7));
-//! println!("{}", done.report);                           // which path, and why
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-//!
-//! Per request: [`plan::plan`] decides the backend (host memory → POSIX;
-//! device memory → cuFile or pinned bounce buffers), where the tasks run and
-//! how the request is cut; the tasks run on the pool of `num_threads`,
-//! taken in file order; the first failing task stops the others from
-//! starting, and the call returns only when none is left running.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -66,9 +45,11 @@ pub enum OpenMode {
 }
 
 impl OpenMode {
+    /// Whether the mode allows reads (all but `w`).
     pub fn readable(self) -> bool {
         !matches!(self, OpenMode::Write)
     }
+    /// Whether the mode allows writes (all but `r`).
     pub fn writable(self) -> bool {
         !matches!(self, OpenMode::Read)
     }
@@ -326,7 +307,29 @@ impl Overrides {
     }
 }
 
-/// An open file, with its routing decided.
+/// An open file, with its routing decided: KvikIO's `FileHandle`.
+///
+/// ```
+/// use kvik_policy::FileHandle;
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("weights.bin");
+/// # std::fs::write(&path, vec![7u8; 3 << 20])?;
+/// let file = FileHandle::open(&path, "r")?;
+/// let mut buf = vec![0u8; 1 << 20];
+/// let n = file.read(&mut buf, 0)?;                       // blocking; short at end of file
+/// let (buf, done) = file.pread(buf, 1 << 20).wait()?;    // in the background; the buffer comes back
+/// assert_eq!((n, done.bytes), (1 << 20, 1 << 20));
+/// assert!(buf.iter().all(|&b| b == 7));
+/// println!("{}", done.report);                           // which path, and why
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// Per request, [`plan::plan`] decides the backend (host memory → POSIX;
+/// device memory → cuFile or pinned bounce buffers), where the tasks run
+/// and how the request is cut; the tasks run on the pool of `num_threads`,
+/// taken in file order; the first failing task stops the others from
+/// starting, and the call returns only when none is left running. Clones
+/// share the open file.
 #[derive(Debug, Clone)]
 pub struct FileHandle {
     inner: Arc<Inner>,
@@ -394,9 +397,11 @@ impl FileHandle {
             .from_file(file, path)
     }
 
+    /// The path the file was opened with (named in reports and errors).
     pub fn path(&self) -> &Path {
         &self.inner.path
     }
+    /// The mode the file was opened with.
     pub fn mode(&self) -> OpenMode {
         self.inner.mode
     }

@@ -38,13 +38,18 @@ use crate::task::{self, Task, TaskRun, TaskSplit};
 /// What is asked: an operation on a range of a file, into or out of some memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct Request {
+    /// Read or write.
     pub operation: Operation,
+    /// Where in the file the request starts.
     pub file_offset: u64,
+    /// Bytes.
     pub size: u64,
+    /// The memory read into or written from.
     pub memory: MemoryKind,
 }
 
 impl Request {
+    /// A read of `size` bytes at `file_offset` into `memory`.
     pub fn read(file_offset: u64, size: u64, memory: MemoryKind) -> Request {
         Request {
             operation: Operation::Read,
@@ -54,6 +59,7 @@ impl Request {
         }
     }
 
+    /// A write of `size` bytes at `file_offset` from `memory`.
     pub fn write(file_offset: u64, size: u64, memory: MemoryKind) -> Request {
         Request {
             operation: Operation::Write,
@@ -73,7 +79,10 @@ pub enum Execution {
     /// that is the pool thread running it.
     CallingThread,
     /// On the I/O pool of `threads` threads, in file order.
-    Pool { threads: usize },
+    Pool {
+        /// The pool's threads.
+        threads: usize,
+    },
     /// Enqueued on a CUDA stream as one operation (cuFile's stream API),
     /// run when the stream gets there.
     CudaStream,
@@ -115,8 +124,11 @@ pub struct CuFileSplit {
 /// The plan of one request. See the [module docs](self).
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// What is asked.
     pub request: Request,
+    /// The backend, and why.
     pub route: RequestRoute,
+    /// Where the tasks run.
     pub execution: Execution,
     /// The task size setting the split used (a request below
     /// `gds_threshold` is one task whatever it is).
@@ -195,6 +207,7 @@ impl Plan {
         self.tasks.task(index)
     }
 
+    /// The number of tasks.
     pub fn task_count(&self) -> u64 {
         self.tasks.task_count()
     }

@@ -9,10 +9,32 @@
 //!
 //! Where we differ from KvikIO, on purpose: under AUTO, KvikIO uses cuFile
 //! whenever libcufile loads, even where cuFile has no direct path and would
-//! run its own compatibility mode: O_DIRECT reads staged through host
-//! memory, which never use the page cache (measured on an H200 machine with
-//! a virtio disk: 2.2 GB/s, against 40+ GB/s for a page-cached file through
-//! our bounce buffers). We take the faster path and say why.
+//! run its own compatibility mode. That mode reads with O_DIRECT, staged
+//! through host memory, so it never reads from the page cache and runs at
+//! the disk's speed; our bounce buffers read a page-cached file at memory
+//! speed, and an uncached one as fast as the disk allows. We take the
+//! faster path and say why.
+//!
+//! ```
+//! use kvik_policy::routing::{self, CuFileAvailability, FileDecision, RouteReason};
+//! use kvik_policy::{Backend, CompatMode, MemoryKind};
+//!
+//! // cuFile loads here but has no direct path (no nvidia-fs, no P2PDMA).
+//! let compat_only = CuFileAvailability { usable: true, direct_path: false, evidence: vec![] };
+//! let file = routing::route_file(CompatMode::Auto, &compat_only).unwrap();
+//! assert_eq!(file.decision, FileDecision::AutoNoDirectPath);
+//! assert_eq!(file.device_backend, Backend::Posix);
+//!
+//! // Compat mode OFF insists on cuFile: a 1 MiB device read goes there, a
+//! // 4 KiB one (below the 16 KiB gds_threshold) is one POSIX call.
+//! let file = routing::route_file(CompatMode::Off, &compat_only).unwrap();
+//! let gpu = MemoryKind::Device { ordinal: 0 };
+//! assert_eq!(routing::route_request(&file, gpu, 1 << 20, 16 << 10).backend, Backend::Cufile);
+//! let small = routing::route_request(&file, gpu, 4096, 16 << 10);
+//! assert!(matches!(small.reason, RouteReason::BelowGdsThreshold { .. }));
+//! // Typed reasons: Display for people, a stable `kind` tag for programs.
+//! println!("{}", small.reason);
+//! ```
 
 use std::fmt;
 
@@ -44,8 +66,13 @@ impl std::fmt::Display for Backend {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase", tag = "kind")]
 pub enum MemoryKind {
+    /// Host (CPU) memory.
     Host,
-    Device { ordinal: u32 },
+    /// Device memory of GPU `ordinal`.
+    Device {
+        /// The CUDA device ordinal.
+        ordinal: u32,
+    },
 }
 
 /// What cuFile can do for a file on this machine.
@@ -323,7 +350,9 @@ impl fmt::Display for RouteReason {
 /// The per-request decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct RequestRoute {
+    /// Who moves the bytes.
     pub backend: Backend,
+    /// Why.
     pub reason: RouteReason,
 }
 

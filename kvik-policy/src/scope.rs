@@ -7,25 +7,6 @@
 //! outlives the scope, and the scope returns only when every request made
 //! in it has finished (also when the closure panics, or a request's result
 //! was never asked for).
-//!
-//! ```
-//! use kvik_policy::FileHandle;
-//! # let dir = tempfile::tempdir()?;
-//! # let path = dir.path().join("f");
-//! # std::fs::write(&path, (0..2048u32).flat_map(u32::to_le_bytes).collect::<Vec<u8>>())?;
-//! let file = FileHandle::open(&path, "r")?;
-//! let mut values = vec![0u32; 2048];
-//! let (head, tail) = values.split_at_mut(1024);
-//! kvik_policy::scope(|s| {
-//!     let a = s.pread(&file, head, 0);
-//!     let b = s.pread(&file, tail, 4096);
-//!     a.wait()?;
-//!     b.wait()?;
-//!     Ok::<(), kvik_policy::Error>(())
-//! })?;
-//! assert_eq!(values[2047], 2047);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
 
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -40,6 +21,31 @@ use crate::pending_io::PendingIo;
 use crate::stream_io::{unordered, unordered_mut};
 
 /// Run `f` with a [`Scope`]; return once every request made in it finished.
+///
+/// Requests made in the scope ([`Scope::pread`], [`Scope::pwrite`]) run in
+/// the background and may borrow anything that outlives the scope — parts
+/// of a buffer you keep, as KvikIO's `f.pread(buf[a:b])` — because the
+/// scope returns only when every request made in it has finished (also
+/// when `f` panics, or a request's result was never asked for).
+///
+/// ```
+/// use kvik_policy::FileHandle;
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("f");
+/// # std::fs::write(&path, (0..2048u32).flat_map(u32::to_le_bytes).collect::<Vec<u8>>())?;
+/// let file = FileHandle::open(&path, "r")?;
+/// let mut values = vec![0u32; 2048];
+/// let (head, tail) = values.split_at_mut(1024);
+/// kvik_policy::scope(|s| {
+///     let a = s.pread(&file, head, 0);
+///     let b = s.pread(&file, tail, 4096);
+///     a.wait()?;
+///     b.wait()?;
+///     Ok::<(), kvik_policy::Error>(())
+/// })?;
+/// assert_eq!(values[2047], 2047);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn scope<'env, F, T>(f: F) -> T
 where
     F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,

@@ -8,6 +8,19 @@
 //! 1024, as `dd` and most storage tools read `K`/`M`/`G`); decimal `kB`/`KB`,
 //! `MB`, `GB`, `TB` (powers of 1000). Case-insensitive; a space may separate
 //! number and unit; a fraction is accepted when the result is whole bytes.
+//!
+//! ```
+//! use kvik_policy::{Size, parse_size};
+//!
+//! assert_eq!(parse_size("4194304"), Ok(4 << 20));
+//! assert_eq!(parse_size("4MiB"), Ok(4 << 20));
+//! assert_eq!(parse_size("1.5 GiB"), Ok(3 << 29));
+//! assert_eq!(parse_size("2MB"), Ok(2_000_000));
+//! assert!(parse_size("4MiBs").is_err()); // KvikIO would read 4 bytes
+//! assert_eq!(Size(4 << 20).to_string(), "4 MiB");
+//! assert_eq!(Size((8 << 20) + 4096).to_string(), "8196 KiB"); // exact, never rounded
+//! assert_eq!(Size(4097).to_string(), "4097 B");
+//! ```
 
 use std::fmt;
 
@@ -18,7 +31,9 @@ use std::fmt;
     crate::error::quote_value(value)
 )]
 pub struct ParseSizeError {
+    /// The text that was given.
     pub value: String,
+    /// What is wrong with it.
     pub problem: &'static str,
 }
 
@@ -82,7 +97,9 @@ pub fn parse_size(text: &str) -> Result<u64, ParseSizeError> {
     u64::try_from(scaled / scale).map_err(|_| too_large())
 }
 
-/// A size for people: `1 GiB`, `4 MiB`, `8 KiB + 17 B`... exact, never rounded.
+/// A size for people, exact and never rounded: the largest binary unit
+/// that divides it (`1 GiB`, `8196 KiB`), else bytes (`4097 B`). What it
+/// prints parses back to the same size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Size(pub u64);
 

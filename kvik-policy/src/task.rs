@@ -3,6 +3,19 @@
 //! KvikIO's rule: one task when `task_size >= size` or `page_size >= size`;
 //! otherwise `task_size` chunks, the last one shorter. An empty request has
 //! no tasks.
+//!
+//! ```
+//! use kvik_policy::task;
+//!
+//! // 10 MiB + 1 byte at offset 4097, in 4 MiB tasks.
+//! let split = task::split(4097, (10 << 20) + 1, 4 << 20);
+//! assert_eq!(split.task_count(), 3);
+//! let sizes: Vec<u64> = split.clone().map(|t| t.size).collect();
+//! assert_eq!(sizes, [4 << 20, 4 << 20, (2 << 20) + 1]);
+//! // Described as runs of equal tasks, whatever the count.
+//! assert_eq!(split.runs().len(), 2);
+//! assert_eq!(task::split(0, 1 << 40, 4096).runs().len(), 1);
+//! ```
 
 /// One piece of a request, handed to one pool worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]

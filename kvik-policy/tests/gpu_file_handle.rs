@@ -2,15 +2,13 @@
 //! (compat ON), the cuFile path (compat OFF: cuFile's statistics must count
 //! exactly the work units the scheduling model predicts), AUTO's choice and
 //! its reason, writes from device memory, unaligned offsets and sizes, and
-//! refusals before any I/O. Says "skipped" without a CUDA driver (and never
-//! touches cuFile then). `KVIK_TEST_DIR` picks the directory (on a GPU VM
-//! without udev, write SPEC §8's udev entry first).
+//! refusals before any I/O. Says "skipped" without a CUDA driver (fails
+//! under `KVIK_REQUIRE_GPU=1`) and never touches cuFile then. `KVIK_TEST_DIR`
+//! picks the directory; on a GPU host without udevd, cuFile registers files
+//! only once the udev entry of the root block device exists
+//! (`gpu/run-all.sh` writes it).
 
-mod common;
-
-use common::random_bytes;
 use std::io::Write as _;
-use std::path::PathBuf;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use kvik_policy::path_report::CuFileVerdict;
@@ -18,21 +16,12 @@ use kvik_policy::routing::{FileDecision, RouteReason};
 use kvik_policy::{
     Backend, CompatMode, CuFileLayer, DeviceSlice, DeviceSliceMut, Error, FileHandle, Settings,
 };
+use kvik_test_support::{TestFile, gpu_and_cufile_or_skip, gpu_or_skip, random_bytes};
 
 const MIB: usize = 1 << 20;
 
 fn say(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
-}
-
-fn gpu_or_skip(test: &str) -> bool {
-    match gds_core::cuda::probe() {
-        Ok(_) => true,
-        Err(reason) => {
-            say(&format!("skipped: {test}: {reason}"));
-            false
-        }
-    }
 }
 
 fn settings(compat: CompatMode, threads: usize, task_size: u64) -> Settings {
@@ -43,15 +32,6 @@ fn settings(compat: CompatMode, threads: usize, task_size: u64) -> Settings {
     s.set_num_threads(threads).unwrap();
     s.set_task_size(task_size).unwrap();
     s
-}
-
-fn test_file(name: &str, data: &[u8]) -> PathBuf {
-    let dir = std::env::var_os("KVIK_TEST_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
-    let path = dir.join(format!("{name}-{}", std::process::id()));
-    std::fs::write(&path, data).unwrap();
-    path
 }
 
 fn alloc(len: usize) -> (std::sync::Arc<CudaStream>, CudaSlice<u8>) {
@@ -82,12 +62,12 @@ fn read_at(
 
 #[test]
 fn bounce_buffer_reads_and_writes_are_exact() {
-    if !gpu_or_skip("bounce_buffer_reads_and_writes") {
+    if gpu_or_skip("bounce_buffer_reads_and_writes").is_none() {
         return;
     }
     let len = 64 * MIB + 4097;
     let data = random_bytes(len, 1);
-    let path = test_file("kvik-fh-staged", &data);
+    let path = TestFile::new("kvik-fh-staged", &data);
     let f =
         FileHandle::open_with(&path, "r+", &settings(CompatMode::On, 4, 4 * MIB as u64)).unwrap();
     let (stream, mut slice) = alloc(len + MIB);
@@ -137,7 +117,7 @@ fn bounce_buffer_reads_and_writes_are_exact() {
     // bytes (which hold `data` after the first read).
     let (done, _) = read_at(&f, &stream, &mut slice, 0, len, 0);
     assert_eq!(done.bytes, len);
-    let out = test_file("kvik-fh-staged-out", &[]);
+    let out = TestFile::new("kvik-fh-staged-out", &[]);
     let w = FileHandle::open_with(&out, "w", &settings(CompatMode::On, 4, 4 * MIB as u64)).unwrap();
     // SAFETY: `len` bytes of the allocation, read-only.
     let written = w
@@ -149,18 +129,16 @@ fn bounce_buffer_reads_and_writes_are_exact() {
         std::fs::read(&out).unwrap() == data,
         "file written from device memory differs"
     );
-    std::fs::remove_file(&out).unwrap();
-    std::fs::remove_file(&path).unwrap();
 }
 
 #[test]
 fn cufile_reads_report_the_units_the_model_predicts() {
-    if !gpu_or_skip("cufile_reads_report_the_units") {
+    if gpu_and_cufile_or_skip("cufile_reads_report_the_units").is_none() {
         return;
     }
     let len = 256 * MIB + 8192;
     let data = random_bytes(len, 2);
-    let path = test_file("kvik-fh-cufile", &data);
+    let path = TestFile::new("kvik-fh-cufile", &data);
     let (stream, mut slice) = alloc(len);
     say("task size  registered  tasks  predicted  n  nvfs  posix  verdict");
     for (task_size, registered) in [
@@ -218,16 +196,15 @@ fn cufile_reads_report_the_units_the_model_predicts() {
             );
         }
     }
-    std::fs::remove_file(&path).unwrap();
 }
 
 #[test]
 fn auto_without_a_direct_path_takes_posix_and_says_why() {
-    if !gpu_or_skip("auto_without_a_direct_path") {
+    if gpu_or_skip("auto_without_a_direct_path").is_none() {
         return;
     }
     let data = random_bytes(8 * MIB, 3);
-    let path = test_file("kvik-fh-auto", &data);
+    let path = TestFile::new("kvik-fh-auto", &data);
     let f =
         FileHandle::open_with(&path, "r", &settings(CompatMode::Auto, 4, 4 * MIB as u64)).unwrap();
     let routing = f.routing();
@@ -246,16 +223,15 @@ fn auto_without_a_direct_path_takes_posix_and_says_why() {
     let (done, back) = read_at(&f, &stream, &mut slice, 0, 8 * MIB, 0);
     assert!(back == data);
     say(&format!("{}", done.report));
-    std::fs::remove_file(&path).unwrap();
 }
 
 #[test]
 fn device_ranges_that_do_not_fit_are_refused_before_any_io() {
-    if !gpu_or_skip("device_ranges_that_do_not_fit") {
+    if gpu_or_skip("device_ranges_that_do_not_fit").is_none() {
         return;
     }
     let data = random_bytes(4 * MIB, 4);
-    let path = test_file("kvik-fh-small", &data);
+    let path = TestFile::new("kvik-fh-small", &data);
     let f = FileHandle::open_with(&path, "r", &settings(CompatMode::On, 2, MIB as u64)).unwrap();
     let (stream, slice) = alloc(MIB);
     let (base, sync) = slice.device_ptr(&stream);
@@ -274,5 +250,4 @@ fn device_ranges_that_do_not_fit_are_refused_before_any_io() {
     let fake = unsafe { DeviceSliceMut::from_raw(0, host.as_ptr() as u64, 4096) };
     assert!(matches!(f.read(fake, 0), Err(Error::DeviceBuffer { .. })));
     assert_eq!(f.tasks_in_flight(), 0);
-    std::fs::remove_file(&path).unwrap();
 }

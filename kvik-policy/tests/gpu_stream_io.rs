@@ -5,32 +5,16 @@
 //! cuFile's stream API (compat OFF). Says "skipped" without a CUDA driver;
 //! `KVIK_REQUIRE_GPU=1` makes that a failure.
 
-mod common;
-
 use std::ffi::c_void;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::random_bytes;
 use cudarc::driver::{CudaStream, sys};
 use kvik_policy::plan::Execution;
 use kvik_policy::{CompatMode, FileHandle, Settings};
+use kvik_test_support::{TestFile, gpu_and_cufile_or_skip, gpu_or_skip, random_bytes};
 
 const MIB: usize = 1 << 20;
-
-fn gpu_or_skip(test: &str) -> bool {
-    match gds_core::cuda::probe() {
-        Ok(_) => true,
-        Err(reason) if std::env::var_os("KVIK_REQUIRE_GPU").is_some_and(|v| v == "1") => {
-            panic!("{test}: KVIK_REQUIRE_GPU=1 but {reason}")
-        }
-        Err(reason) => {
-            common::skip(test, &reason.to_string());
-            false
-        }
-    }
-}
 
 fn settings(compat: CompatMode) -> Settings {
     let mut s = Settings::default();
@@ -39,15 +23,6 @@ fn settings(compat: CompatMode) -> Settings {
         .set_auto_direct_io_write(false);
     s.set_num_threads(8).unwrap();
     s
-}
-
-fn test_file(name: &str, data: &[u8]) -> PathBuf {
-    let dir = std::env::var_os("KVIK_TEST_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
-    let path = dir.join(format!("{name}-{}", std::process::id()));
-    std::fs::write(&path, data).unwrap();
-    path
 }
 
 extern "C" fn sleep_200ms(_: *mut c_void) {
@@ -74,8 +49,9 @@ fn slow_fill(stream: &CudaStream, ptr: u64, len: usize, value: u8) {
 fn ordered_reads_and_writes(compat: CompatMode) {
     let len = 256 * MIB + 4096;
     let data = random_bytes(len, 11);
-    let path = test_file(&format!("kvik-stream-{compat}"), &data);
-    let f = match FileHandle::open_with(&path, "r+", &settings(compat)) {
+    let file = TestFile::new(&format!("kvik-stream-{compat}"), &data);
+    let path = file.path();
+    let f = match FileHandle::open_with(path, "r+", &settings(compat)) {
         Ok(f) => f,
         Err(e) if compat == CompatMode::Off => {
             panic!("compat OFF needs cuFile here (write the udev entry first): {e}")
@@ -146,36 +122,35 @@ fn ordered_reads_and_writes(compat: CompatMode) {
     let (_buffer, written) = f.write_async(buffer, 0, &stream).wait().unwrap();
     assert_eq!(written.bytes, len);
     drop(f);
-    let on_disk = std::fs::read(&path).unwrap();
+    let on_disk = std::fs::read(path).unwrap();
     assert!(
         on_disk.iter().all(|&b| b == 0x5C),
         "{compat}: the write did not wait for the memset queued before it"
     );
-    std::fs::remove_file(&path).unwrap();
 }
 
 #[test]
 fn stream_ordered_io_through_bounce_buffers() {
-    if gpu_or_skip("stream_ordered_io_through_bounce_buffers") {
+    if gpu_or_skip("stream_ordered_io_through_bounce_buffers").is_some() {
         ordered_reads_and_writes(CompatMode::On);
     }
 }
 
 #[test]
 fn stream_ordered_io_through_cufile() {
-    if gpu_or_skip("stream_ordered_io_through_cufile") {
+    if gpu_and_cufile_or_skip("stream_ordered_io_through_cufile").is_some() {
         ordered_reads_and_writes(CompatMode::Off);
     }
 }
 
 #[test]
 fn a_failed_stream_ordered_request_still_releases_the_stream() {
-    if !gpu_or_skip("a_failed_stream_ordered_request_still_releases_the_stream") {
+    if gpu_or_skip("a_failed_stream_ordered_request_still_releases_the_stream").is_none() {
         return;
     }
-    let path = test_file("kvik-stream-fail", &random_bytes(MIB, 3));
+    let file = TestFile::random("kvik-stream-fail", MIB, 3);
     // Read-only: the write is refused, in the background.
-    let f = FileHandle::open_with(&path, "r", &settings(CompatMode::On)).unwrap();
+    let f = FileHandle::open_with(file.path(), "r", &settings(CompatMode::On)).unwrap();
     let stream = kvik_policy::gpu::context(0).unwrap().new_stream().unwrap();
     let buffer = stream.alloc_zeros::<u8>(MIB).unwrap();
     let err = f.write_async(buffer, 0, &stream).wait().unwrap_err();
@@ -190,5 +165,4 @@ fn a_failed_stream_ordered_request_still_releases_the_stream() {
     rx.recv_timeout(Duration::from_secs(10))
         .expect("the stream still waits for a failed request")
         .unwrap();
-    std::fs::remove_file(&path).unwrap();
 }

@@ -1,9 +1,3 @@
-//! Support for kvik-rs's cross-crate tests.
-
-use std::io::Write as _;
-
-/// Say on the terminal (past the test harness's output capture) that a test
-/// did not run and why. A skipped test must never look like a passing one.
-pub fn skip(test: &str, reason: &str) {
-    let _ = writeln!(std::io::stderr(), "skipped: {test}: {reason}");
-}
+//! kvik-rs's cross-crate tests live in `tests/` beside this file; this
+//! library is empty. The helpers tests share (the `skipped: …` line, GPU and
+//! libcufile detection, test data and files) are in `kvik-test-support`.

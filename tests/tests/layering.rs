@@ -1,7 +1,8 @@
 //! The stack's dependency rule: crates depend only on crates below them
 //! (kvik-cli → kvik-policy → gds-core → cufile-sys, cufile-config), so a user
 //! who validates configs builds no FFI and one who needs raw cuFile gets no
-//! thread pool.
+//! thread pool. The test helpers (`kvik-test-support`) are a dev-dependency
+//! only: no library or binary a user builds contains them.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -21,7 +22,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "kvik-tests",
         &["kvik-policy", "gds-core", "cufile-sys", "cufile-config"],
     ),
+    ("kvik-test-support", &["gds-core", "cufile-sys"]),
 ];
+
+/// The test helpers: a dev-dependency only, never published.
+const TEST_SUPPORT: &str = "kvik-test-support";
 
 #[test]
 fn dependencies_point_down_the_stack() {
@@ -71,6 +76,24 @@ fn dependencies_point_down_the_stack() {
             }
         }
     }
+    // The test helpers reach no user: only dev-dependencies name them, and
+    // they are never published.
+    for (name, package) in &members {
+        for dep in package["dependencies"].as_array().unwrap() {
+            if dep["name"] == TEST_SUPPORT {
+                assert_eq!(
+                    dep["kind"], "dev",
+                    "{name} depends on {TEST_SUPPORT} outside its tests"
+                );
+            }
+        }
+    }
+    assert_eq!(
+        members[TEST_SUPPORT]["publish"],
+        serde_json::json!([]),
+        "{TEST_SUPPORT} must have publish = false"
+    );
+
     // cufile-config stays free of FFI: no libloading, no libc, no cufile-sys.
     let config = members["cufile-config"];
     for dep in config["dependencies"].as_array().unwrap() {

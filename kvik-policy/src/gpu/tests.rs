@@ -1,10 +1,9 @@
 //! The bounce-buffer pipeline on a real GPU: parallel staged reads into one
 //! device allocation, staged writes back to a file, short reads at end of
-//! file, pointer classification. Says "skipped" without a CUDA driver.
+//! file, pointer classification. Says "skipped" without a CUDA driver
+//! (fails under `KVIK_REQUIRE_GPU=1`).
 
-use crate::fault::common::random_bytes;
-use std::io::Write as _;
-use std::path::PathBuf;
+use kvik_test_support::{TestFile, gpu_or_skip, random_bytes};
 
 use cudarc::driver::DevicePtr;
 
@@ -23,23 +22,15 @@ fn range(ptr: u64, len: usize) -> DeviceRange {
 
 const MIB: usize = 1 << 20;
 
-fn temp_path(name: &str) -> PathBuf {
-    let dir = std::env::var_os("KVIK_TEST_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
-    dir.join(format!("{name}-{}", std::process::id()))
-}
-
 #[test]
 fn staged_reads_and_writes_round_trip_through_device_memory() {
-    if let Err(reason) = gds_core::cuda::probe() {
-        let _ = writeln!(std::io::stderr(), "skipped: staged round trip: {reason}");
+    if gpu_or_skip("staged_reads_and_writes_round_trip").is_none() {
         return;
     }
     let len = 64 * MIB + 12345;
     let data = random_bytes(len, 42);
-    let src = temp_path("kvik-staging-src");
-    std::fs::write(&src, &data).unwrap();
+    let src_file = TestFile::new("kvik-staging-src", &data);
+    let src = src_file.path().to_path_buf();
 
     let ctx = gpu::context(0).unwrap();
     let stream = ctx.default_stream();
@@ -115,15 +106,16 @@ fn staged_reads_and_writes_round_trip_through_device_memory() {
     assert_eq!(tail, data[len - 100..]);
 
     // And back to a file, through the same buffers.
-    let dst = temp_path("kvik-staging-dst");
-    let out = std::fs::File::create(&dst).unwrap();
+    let dst_file = TestFile::new("kvik-staging-dst", &[]);
+    let dst = dst_file.path();
+    let out = std::fs::File::create(dst).unwrap();
     for start in (0..len).step_by(task) {
         let size = task.min(len - start);
         // SAFETY: inside the allocation, which nobody writes meanwhile.
         let n = unsafe {
             gpu::write_from_device(
                 &out,
-                &dst,
+                dst,
                 start as u64,
                 range(base + start as u64, size),
                 MIB,
@@ -133,8 +125,6 @@ fn staged_reads_and_writes_round_trip_through_device_memory() {
         assert_eq!(n, size);
     }
     drop(out);
-    let written = std::fs::read(&dst).unwrap();
+    let written = std::fs::read(dst).unwrap();
     assert!(written == data, "file written from device memory differs");
-    std::fs::remove_file(&src).unwrap();
-    std::fs::remove_file(&dst).unwrap();
 }

@@ -1,7 +1,6 @@
 //! Shared helpers for kvik-policy's integration tests.
 #![allow(dead_code)]
 
-use std::io::Write as _;
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -20,20 +19,9 @@ pub fn settings(threads: usize, task_size: u64) -> Settings {
     s
 }
 
-/// Deterministic pseudo-random bytes (splitmix64).
-pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
+// Not every test uses both.
+#[allow(unused_imports)]
+pub use kvik_test_support::{random_bytes, skip};
 
 /// Whether O_DIRECT works in `dir` (it does not on tmpfs, for one).
 pub fn direct_io_works(dir: &Path) -> bool {
@@ -48,11 +36,6 @@ pub fn direct_io_works(dir: &Path) -> bool {
         .is_ok();
     let _ = std::fs::remove_file(probe);
     ok
-}
-
-/// Say on the terminal (past the harness's capture) that a test did not run.
-pub fn skip(test: &str, reason: &str) {
-    let _ = writeln!(std::io::stderr(), "skipped: {test}: {reason}");
 }
 
 /// Run `f` on another thread; fail (instead of hanging) if it takes longer
