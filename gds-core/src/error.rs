@@ -68,6 +68,10 @@ pub enum Error {
         existing_size: usize,
     },
 
+    /// A batch call refused before cuFile saw it (see [`crate::batch`]).
+    #[error("cuFile batch: {problem}")]
+    Batch { problem: crate::batch::BatchProblem },
+
     /// Statistics cannot be read from this library.
     #[error("cuFile statistics unavailable: {reason}")]
     StatsUnavailable { reason: String },

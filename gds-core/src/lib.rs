@@ -7,6 +7,7 @@
 //! * [`CuFileHandle`]: a file opened with O_DIRECT and registered; registration
 //!   failures quote cufile.log ([`log`]).
 //! * [`BufferRegistration`]: a registered device range (RAII).
+//! * [`batch`]: cuFile's batch API as an owning type (cancel and wait on drop).
 //! * [`io`]: `cuFileRead` / `cuFileWrite`, short counts kept, errors typed.
 //! * [`stats`]: snapshots of cuFile's counters in the loaded version's layout,
 //!   and deltas — the in-process `gds_stats`.
@@ -14,6 +15,7 @@
 //!   O_DIRECT, and the verdict `kvik check` prints.
 //! * [`schedule`]: how cuFile splits one request into work units (pure model).
 
+pub mod batch;
 pub mod buffer;
 pub mod cuda;
 pub mod driver;
