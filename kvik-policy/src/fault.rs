@@ -27,7 +27,7 @@ use crate::posix::Syscall;
 // The integration tests' helpers (settings, random bytes, skip, …), for the
 // tests below.
 #[path = "../tests/common/mod.rs"]
-mod common;
+pub(crate) mod common;
 
 /// What a rule does to a call it matches.
 #[derive(Clone)]

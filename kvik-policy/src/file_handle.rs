@@ -380,6 +380,19 @@ impl FileHandle {
     }
 }
 
+/// For sibling modules that run their own requests on this file (batch reads).
+impl FileHandle {
+    pub(crate) fn buffered_file(&self) -> &File {
+        &self.inner.file
+    }
+    pub(crate) fn direct_file(&self) -> std::result::Result<&File, String> {
+        self.inner.direct_descriptor()
+    }
+    pub(crate) fn in_flight_counter(&self) -> &AtomicUsize {
+        &self.inner.tasks_in_flight
+    }
+}
+
 /// The memory of one request.
 enum Memory<'a> {
     Read(BufMut<'a>),
@@ -739,10 +752,10 @@ impl Inner {
 
 /// One task counted in `tasks_in_flight` until dropped — also when the
 /// task panics, so a bug in one request cannot leave the count wrong.
-struct Running<'a>(&'a AtomicUsize);
+pub(crate) struct Running<'a>(&'a AtomicUsize);
 
 impl<'a> Running<'a> {
-    fn start(count: &'a AtomicUsize) -> Running<'a> {
+    pub(crate) fn start(count: &'a AtomicUsize) -> Running<'a> {
         count.fetch_add(1, Ordering::SeqCst);
         Running(count)
     }

@@ -5,6 +5,8 @@
 //! * [`FileHandle`] — open (`r`, `r+`, `w`, `w+`), route once, then
 //!   `read`/`write` (blocking) and `pread`/`pwrite` ([`PendingIo`]), each
 //!   request with a [`PathReport`].
+//! * [`batch`] — many reads in one call (`FileHandle::read_batch`,
+//!   `read_batch_into`): per-entry results, one report.
 //! * [`CompatMode`] — ON / OFF / AUTO, parsed as KvikIO parses it.
 //! * [`routing`] — which backend serves a file and a request, and why.
 //! * [`task`] — the task split: how one request is cut for the thread pool.
@@ -20,6 +22,7 @@
 //! memory is routed and reported, and refused until the device-memory issue
 //! wires its data path (`gpu`, cuFile) into the per-request dispatch.
 
+pub mod batch;
 pub mod buffer;
 mod compat;
 mod cufile;
@@ -41,6 +44,7 @@ pub mod size;
 pub mod task;
 pub mod thread_pool;
 
+pub use batch::{BatchRead, BatchReport, ReadInto, ReadRange};
 pub use buffer::{
     AlignedBuffer, Buf, BufMut, DeviceRange, DeviceSlice, DeviceSliceMut, IoBuffer, IoBufferMut,
 };
