@@ -7,6 +7,8 @@
 //!   request with a [`PathReport`].
 //! * [`batch`] — many reads in one call (`FileHandle::read_batch`,
 //!   `read_batch_into`): per-entry results, one report.
+//! * [`residency`] — how much of a range is in the page cache (`cachestat`,
+//!   `mincore`), and the page-cache-or-O_DIRECT decision for cold reads.
 //! * [`CompatMode`] — ON / OFF / AUTO, parsed as KvikIO parses it.
 //! * [`routing`] — which backend serves a file and a request, and why.
 //! * [`task`] — the task split: how one request is cut for the thread pool.
@@ -38,6 +40,7 @@ pub mod gpu;
 pub mod path_report;
 mod pending_io;
 mod posix;
+pub mod residency;
 pub mod routing;
 pub mod settings;
 pub mod size;
