@@ -21,6 +21,8 @@ mod compare;
 mod device;
 mod machine;
 mod plot;
+mod random;
+mod random_plot;
 mod reference;
 mod stats;
 mod table;
@@ -134,6 +136,8 @@ pub struct Args {
     /// Also write the JSON to FILE (with the readable report on stdout).
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
+    #[command(flatten)]
+    pub random: random::RandomArgs,
     /// Measure nothing: show a saved run (--json / --save output, from this
     /// or another machine) as a table, and --plot it.
     #[arg(long, value_name = "FILE")]
@@ -481,6 +485,9 @@ pub struct Report {
     pub targets: Vec<Target>,
     pub tuning: Vec<tune::Recommendation>,
     pub notes: Vec<String>,
+    /// `--pattern random`: many small reads at random offsets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random: Option<random::RandomRun>,
 }
 
 /// The memory kinds to measure: as asked, else host plus GPU 0 where present.
@@ -739,12 +746,18 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             .map_err(|e| CliError::Failed(format!("--save {}: {e}", path.display())))?;
     }
     if let Some(svg) = &args.plot {
-        plot::draw(svg, &report).map_err(|e| CliError::Failed(format!("--plot: {e}")))?;
+        random_plot::draw_all(svg, &report)
+            .map_err(|e| CliError::Failed(format!("--plot: {e}")))?;
     }
     if args.json {
         print_json(&report)?;
     } else {
-        print!("{}", table::render(&report));
+        if !report.cases.is_empty() || report.random.is_none() {
+            print!("{}", table::render(&report));
+        }
+        if let Some(random) = &report.random {
+            print!("{}", random::render(random));
+        }
         if let Some(svg) = &args.plot {
             println!("\nplot: {}", svg.display());
         }
@@ -858,7 +871,7 @@ fn measure_all(args: &Args) -> Result<Report, CliError> {
     );
 
     let mut cases = Vec::new();
-    for &memory in &memories {
+    for &memory in memories.iter().filter(|_| args.random.sequential()) {
         let mut device_buffer = match memory {
             MemoryTarget::Host => None,
             MemoryTarget::Device(n) => match device::DeviceBuffer::new(n, &host) {
@@ -945,7 +958,7 @@ fn measure_all(args: &Args) -> Result<Report, CliError> {
         cold: cold.as_ref(),
         fio_block: args.fio_block,
     };
-    for source in &references {
+    for source in references.iter().filter(|_| args.random.sequential()) {
         match source {
             RefSource::Memcpy if workloads.contains(&Workload::READ_HOT) => {
                 refs.extend(memcpy_refs(&ctx, &host));
@@ -973,6 +986,21 @@ fn measure_all(args: &Args) -> Result<Report, CliError> {
     refs.extend(kvikio_refs(&kvikio, &memories));
     bar.inc(1);
     bar.finish_and_clear();
+    let random = if args.random.random() {
+        let setup = random::Setup {
+            path: &file.path,
+            size: args.size,
+            threads: &args.threads,
+            windows: &args.window,
+            memories: &memories,
+            reps: args.reps,
+            base: &base,
+            fio: references.contains(&RefSource::Fio) && reference::which("fio").is_some(),
+        };
+        Some(random::measure(&args.random, &setup)?)
+    } else {
+        None
+    };
 
     compare(&mut cases, &mut refs);
     let targets = targets(&cases, &refs);
@@ -1007,9 +1035,11 @@ fn measure_all(args: &Args) -> Result<Report, CliError> {
         targets,
         tuning,
         notes,
+        random,
     };
     if let Some(svg) = &args.plot {
-        plot::draw(svg, &report).map_err(|e| CliError::Failed(format!("--plot: {e}")))?;
+        random_plot::draw_all(svg, &report)
+            .map_err(|e| CliError::Failed(format!("--plot: {e}")))?;
     }
     Ok(report)
 }
@@ -1346,6 +1376,7 @@ fn sample_report() -> Report {
         targets,
         tuning,
         notes: vec![],
+        random: None,
     }
 }
 

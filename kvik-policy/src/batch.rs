@@ -32,8 +32,9 @@
 //!   is read in `task_size` pieces. Separate slices are never merged: they
 //!   are separate allocations, and one `pread` cannot span two of them.
 //! * The reads are handed to the file's pool in a few jobs per thread (in
-//!   file order), each job a run of reads: a 4 KiB read costs about as much
-//!   as handing a job to a thread, so one job per read would halve the rate.
+//!   file order), each job a run of reads: a 4 KiB read from the page cache
+//!   costs about as much as handing a job to a thread, so one job per read
+//!   would halve the rate. With one thread, the calling thread reads.
 //! * Each entry's result: its bytes (fewer at end of file; 0 for an empty
 //!   entry or one starting past the end), or its own error. One entry's
 //!   failure does not stop the others. A read shared by several entries that
@@ -601,8 +602,9 @@ impl FileHandle {
         );
         let mut dests = carve(&plan.ops, buffers);
 
-        // A few jobs per thread, each a run of reads in file order.
-        let jobs = if plan.ops.len() <= 1 {
+        // A few jobs per thread, each a run of reads in file order; with one
+        // thread (or one read), the calling thread does them: no hand-off.
+        let jobs = if plan.ops.len() <= 1 || threads == 1 {
             0
         } else {
             plan.ops.len().min(threads * 4)

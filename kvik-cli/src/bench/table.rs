@@ -9,7 +9,7 @@ use super::stats::{Summary, gbps, times};
 use super::{Report, tune};
 
 /// `11.20 [10.90–11.41]`, with `~` when the repetitions disagree.
-fn figure(s: &Option<Summary>) -> String {
+pub(super) fn figure(s: &Option<Summary>) -> String {
     match s {
         Some(s) => format!(
             "{:>6} [{}–{}]{}",
@@ -135,20 +135,7 @@ pub fn render(r: &Report) -> String {
 
     if !r.targets.is_empty() {
         let _ = writeln!(o, "\ntargets (issue 7)");
-        for t in &r.targets {
-            let _ = writeln!(
-                o,
-                "  [{}] {}: {:.2}× (goal {:.2}×)\n        {} {} GB/s vs {} {} GB/s",
-                if t.met { "met" } else { "NOT met" },
-                t.name,
-                t.ratio,
-                t.goal,
-                t.ours,
-                gbps(t.ours_bytes_per_second),
-                t.reference,
-                gbps(t.reference_bytes_per_second)
-            );
-        }
+        write_targets(&mut o, &r.targets);
     }
 
     if !r.tuning.is_empty() {
@@ -183,6 +170,24 @@ pub fn render(r: &Report) -> String {
         }
     }
     o
+}
+
+/// One block per target: met or not, the ratio, and the two figures.
+pub(super) fn write_targets(o: &mut String, targets: &[super::Target]) {
+    for t in targets {
+        let _ = writeln!(
+            o,
+            "  [{}] {}: {:.2}× (goal {:.2}×)\n        {} {} GB/s vs {} {} GB/s",
+            if t.met { "met" } else { "NOT met" },
+            t.name,
+            t.ratio,
+            t.goal,
+            t.ours,
+            gbps(t.ours_bytes_per_second),
+            t.reference,
+            gbps(t.reference_bytes_per_second)
+        );
+    }
 }
 
 #[cfg(test)]
