@@ -42,9 +42,10 @@
 //! * The call returns when no read is left running.
 //!
 //! Destinations are described by [`ReadRange`] (file offset, buffer offset,
-//! length) independently of the memory they land in, so device destinations
-//! (a device buffer and offsets) use the same entries; today
-//! [`FileHandle::read_batch_into`] refuses device memory.
+//! length) independently of the memory they land in: a device buffer takes
+//! the same entries ([`FileHandle::read_batch_into`] with a
+//! `DeviceSliceMut`), read through pinned staging windows and few
+//! host→device copies (`gpu::gather`, a prototype).
 
 use std::fmt::{self, Write as _};
 use std::path::PathBuf;
@@ -155,6 +156,20 @@ pub struct Grouping {
     pub threads: usize,
 }
 
+impl Grouping {
+    /// Two parts of one batch (windows of a device batch) as one.
+    pub(crate) fn absorb(self, later: Grouping) -> Grouping {
+        Grouping {
+            reads: self.reads + later.reads,
+            read_limit: self.read_limit,
+            coalesced_entries: self.coalesced_entries + later.coalesced_entries,
+            split_entries: self.split_entries + later.split_entries,
+            jobs: self.jobs + later.jobs,
+            threads: self.threads,
+        }
+    }
+}
+
 /// One path report for a whole batch.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct BatchReport {
@@ -174,6 +189,22 @@ pub struct BatchReport {
     /// Of which with O_DIRECT (`auto_direct_io_read`).
     pub direct_io_bytes: u64,
     pub grouping: Grouping,
+    /// Device memory: how the bytes went through pinned staging.
+    pub staging: Option<DeviceStaging>,
+}
+
+/// How a batch into device memory was staged: read into pinned host memory
+/// window by window, then one host→device copy per run of entries adjacent
+/// in the device buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct DeviceStaging {
+    /// Staging windows (each at most `window_bytes` of the device buffer).
+    pub windows: usize,
+    pub window_bytes: u64,
+    /// Host→device copies issued.
+    pub copies: usize,
+    /// Bytes copied to the device.
+    pub copied_bytes: u64,
 }
 
 impl fmt::Display for BatchReport {
@@ -227,12 +258,27 @@ impl fmt::Display for BatchReport {
                 g.split_entries
             ),
         );
-        row(
-            "backend",
-            format!("{}: host memory never goes to cuFile", self.backend),
-        );
+        let why = match self.memory {
+            MemoryKind::Host => "host memory never goes to cuFile",
+            MemoryKind::Device { .. } => "batch reads into device memory are staged (prototype)",
+        };
+        row("backend", format!("{}: {why}", self.backend));
         if self.direct_io_bytes > 0 {
             row("O_DIRECT", bytes_text(self.direct_io_bytes));
+        }
+        if let Some(st) = &self.staging {
+            row(
+                "staging",
+                format!(
+                    "pinned host memory, {} window{} of at most {}; {} host→device cop{} ({})",
+                    st.windows,
+                    plural(st.windows),
+                    Size(st.window_bytes),
+                    st.copies,
+                    if st.copies == 1 { "y" } else { "ies" },
+                    bytes_text(st.copied_bytes)
+                ),
+            );
         }
         f.write_str(&out)
     }
@@ -246,11 +292,39 @@ fn plural(n: usize) -> &'static str {
 /// destination (0 for one buffer; the entry's index for separate slices) at
 /// which offset, how many bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Span {
-    file_offset: u64,
-    dest: usize,
-    dest_offset: u64,
-    len: u64,
+pub(crate) struct Span {
+    pub file_offset: u64,
+    pub dest: usize,
+    pub dest_offset: u64,
+    pub len: u64,
+}
+
+impl Span {
+    /// The spans of entries into one buffer (destination 0).
+    pub(crate) fn of(ranges: &[ReadRange]) -> Vec<Span> {
+        ranges
+            .iter()
+            .map(|r| Span {
+                file_offset: r.file_offset,
+                dest: 0,
+                dest_offset: r.buffer_offset,
+                len: r.len,
+            })
+            .collect()
+    }
+}
+
+/// A batch's settings and descriptors, fixed after its checks.
+pub(crate) struct BatchSetup<'f> {
+    pub settings: crate::Settings,
+    pub fds: Descriptors<'f>,
+}
+
+/// What reading a batch's spans gave: a result per span, and how.
+pub(crate) struct SpanReads {
+    pub entries: Vec<Result<usize>>,
+    pub direct_io_bytes: u64,
+    pub grouping: Grouping,
 }
 
 /// One `pread` request of the plan.
@@ -542,24 +616,11 @@ impl FileHandle {
             problem,
         };
         check_destinations(ranges, buf.len() as u64).map_err(refused)?;
-        let spans: Vec<Span> = ranges
-            .iter()
-            .map(|r| Span {
-                file_offset: r.file_offset,
-                dest: 0,
-                dest_offset: r.buffer_offset,
-                len: r.len,
-            })
-            .collect();
         match buf {
-            BufMut::Host(host) => self.run_batch(&spans, vec![host], Destinations::OneBuffer),
-            BufMut::Device(d) => Err(Error::InvalidRequest {
-                operation: Operation::Read,
-                path: self.path().to_path_buf(),
-                offset: ranges.first().map_or(0, |r| r.file_offset),
-                size: d.len as u64,
-                problem: "batch reads into device memory are not wired yet (host memory only)",
-            }),
+            BufMut::Host(host) => {
+                self.run_batch(&Span::of(ranges), vec![host], Destinations::OneBuffer)
+            }
+            BufMut::Device(d) => crate::gpu::gather::read_batch(self, *d, ranges),
         }
     }
 
@@ -569,21 +630,32 @@ impl FileHandle {
         buffers: Vec<&mut [u8]>,
         destinations: Destinations,
     ) -> Result<BatchRead> {
-        let path = self.path().to_path_buf();
+        let setup = self.batch_setup(spans)?;
+        let coalesce = destinations == Destinations::OneBuffer;
+        let reads = self.read_spans(&setup, spans, buffers, coalesce)?;
+        let report = self.batch_report(spans, &reads, MemoryKind::Host, destinations, None);
+        Ok(BatchRead {
+            entries: reads.entries,
+            report,
+        })
+    }
+
+    /// What every batch checks first (mode, offsets), and the settings and
+    /// descriptors it then runs with.
+    pub(crate) fn batch_setup(&self, spans: &[Span]) -> Result<BatchSetup<'_>> {
         if !self.mode().readable() {
             return Err(Error::ModeForbids {
                 operation: Operation::Read,
-                path,
+                path: self.path().to_path_buf(),
                 mode: self.mode(),
             });
         }
         check_offsets(spans).map_err(|(entry, problem)| Error::InvalidBatch {
-            path: path.clone(),
+            path: self.path().to_path_buf(),
             entry,
             problem,
         })?;
         let settings = self.settings()?;
-        let threads = settings.num_threads();
         let direct = if settings.auto_direct_io_read() {
             self.direct_file().ok()
         } else {
@@ -595,11 +667,21 @@ impl FileHandle {
             direct,
             bounce_size: settings.bounce_buffer_size(),
         };
-        let plan = plan(
-            spans,
-            settings.task_size(),
-            destinations == Destinations::OneBuffer,
-        );
+        Ok(BatchSetup { settings, fds })
+    }
+
+    /// Read `spans` into `buffers` (destination `d` of a span is
+    /// `buffers[d]`): plan, run on the pool, settle each entry.
+    pub(crate) fn read_spans(
+        &self,
+        setup: &BatchSetup<'_>,
+        spans: &[Span],
+        buffers: Vec<&mut [u8]>,
+        coalesce: bool,
+    ) -> Result<SpanReads> {
+        let threads = setup.settings.num_threads();
+        let fds = setup.fds;
+        let plan = plan(spans, setup.settings.task_size(), coalesce);
         let mut dests = carve(&plan.ops, buffers);
 
         // A few jobs per thread, each a run of reads in file order; with one
@@ -654,40 +736,56 @@ impl FileHandle {
                 Settled::RetryAlone => self.retry_alone(&plan, i, &mut dests, fds),
             });
         }
-        let requested_bytes = lens.iter().sum();
-        let bytes = entries
-            .iter()
-            .filter_map(|r| r.as_ref().ok())
-            .map(|&b| b as u64)
-            .sum();
-        let short_entries = entries
-            .iter()
-            .zip(&lens)
-            .filter(|(r, len)| matches!(r, Ok(b) if (*b as u64) < **len))
-            .count();
-        let report = BatchReport {
-            operation: Operation::Read,
-            path,
-            memory: MemoryKind::Host,
-            destinations,
-            backend: Backend::Posix,
-            entries: spans.len(),
-            empty_entries: lens.iter().filter(|&&l| l == 0).count(),
-            short_entries,
-            failed_entries: entries.iter().filter(|r| r.is_err()).count(),
-            requested_bytes,
-            bytes,
+        Ok(SpanReads {
+            entries,
             direct_io_bytes,
             grouping: Grouping {
                 reads: plan.ops.len(),
-                read_limit: settings.task_size(),
+                read_limit: setup.settings.task_size(),
                 coalesced_entries: plan.coalesced_entries,
                 split_entries: plan.split_entries,
                 jobs,
                 threads,
             },
-        };
-        Ok(BatchRead { entries, report })
+        })
+    }
+
+    /// The report of a batch whose entries `reads` settled.
+    pub(crate) fn batch_report(
+        &self,
+        spans: &[Span],
+        reads: &SpanReads,
+        memory: MemoryKind,
+        destinations: Destinations,
+        staging: Option<DeviceStaging>,
+    ) -> BatchReport {
+        let entries = &reads.entries;
+        let lens = || spans.iter().map(|s| s.len);
+        let short_entries = entries
+            .iter()
+            .zip(lens())
+            .filter(|(r, len)| matches!(r, Ok(b) if (*b as u64) < *len))
+            .count();
+        BatchReport {
+            operation: Operation::Read,
+            path: self.path().to_path_buf(),
+            memory,
+            destinations,
+            backend: Backend::Posix,
+            entries: spans.len(),
+            empty_entries: lens().filter(|&l| l == 0).count(),
+            short_entries,
+            failed_entries: entries.iter().filter(|r| r.is_err()).count(),
+            requested_bytes: lens().sum(),
+            bytes: entries
+                .iter()
+                .filter_map(|r| r.as_ref().ok())
+                .map(|&b| b as u64)
+                .sum(),
+            direct_io_bytes: reads.direct_io_bytes,
+            grouping: reads.grouping,
+            staging,
+        }
     }
 
     /// Read entry `entry` again on its own (its shared read failed): its

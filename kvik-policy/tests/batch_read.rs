@@ -255,7 +255,7 @@ fn entries_past_the_end_read_short_and_the_report_says_so() {
 }
 
 #[test]
-fn batches_respect_the_open_mode_and_refuse_device_memory_for_now() {
+fn batches_respect_the_open_mode_and_refuse_unknown_device_memory() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("w");
     let f = FileHandle::open_with(&path, "w", &settings(1, 4096)).unwrap();
@@ -273,9 +273,11 @@ fn batches_respect_the_open_mode_and_refuse_device_memory_for_now() {
         buffer_offset: 0,
         len: 64,
     }];
+    // Not device memory CUDA knows (no GPU here, or a made-up address):
+    // refused before any read.
     assert!(matches!(
         f.read_batch_into(device, &ranges),
-        Err(Error::InvalidRequest { .. })
+        Err(Error::DeviceBuffer { .. })
     ));
     // An empty batch is fine and reads nothing.
     let done = f.read_batch_into(&mut buf, &[]).unwrap();

@@ -7,6 +7,7 @@
 //! without a GPU.
 
 mod context;
+pub(crate) mod gather;
 mod pointer;
 mod staging;
 
