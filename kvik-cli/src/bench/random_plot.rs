@@ -220,6 +220,7 @@ mod tests {
             preads: Some(10),
             error: None,
             vs_fio: None,
+            vs_fio_paired: None,
             vs_kvikio: None,
         };
         let fio = |io_size, median| RandomReference {
