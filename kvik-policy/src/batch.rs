@@ -367,7 +367,9 @@ struct Plan {
 fn plan(spans: &[Span], limit: u64, coalesce: bool) -> Plan {
     let limit = limit.max(1);
     let mut order: Vec<usize> = (0..spans.len()).filter(|&i| spans[i].len > 0).collect();
-    order.sort_by_key(|&i| (spans[i].file_offset, spans[i].dest, spans[i].dest_offset));
+    // Keys are unique (empty entries are left out; destinations do not
+    // overlap), so an unstable sort is deterministic.
+    order.sort_unstable_by_key(|&i| (spans[i].file_offset, spans[i].dest, spans[i].dest_offset));
     let mut p = Plan::default();
     // The read that may still grow, if any.
     let mut open: Option<usize> = None;
@@ -439,7 +441,7 @@ fn plan(spans: &[Span], limit: u64, coalesce: bool) -> Plan {
         .map(|o| o.entries)
         .sum();
     p.pieces
-        .sort_by_key(|piece| (piece.entry, piece.entry_offset));
+        .sort_unstable_by_key(|piece| (piece.entry, piece.entry_offset));
     p
 }
 
@@ -519,7 +521,7 @@ fn check_destinations(
 /// before planning).
 fn carve<'a>(ops: &[ReadOp], buffers: Vec<&'a mut [u8]>) -> Vec<&'a mut [u8]> {
     let mut order: Vec<usize> = (0..ops.len()).collect();
-    order.sort_by_key(|&o| (ops[o].dest, ops[o].dest_offset));
+    order.sort_unstable_by_key(|&o| (ops[o].dest, ops[o].dest_offset));
     let mut out: Vec<&'a mut [u8]> = (0..ops.len()).map(|_| <&mut [u8]>::default()).collect();
     let mut buffers: Vec<Option<(&'a mut [u8], u64)>> =
         buffers.into_iter().map(|b| Some((b, 0))).collect();
@@ -577,6 +579,37 @@ fn settle(plan: &Plan, lens: &[u64], outcomes: &mut [Option<Result<TaskOutcome>>
         results[entry] = settled.unwrap_or(Settled::Done(Ok(bytes as usize)));
     }
     results
+}
+
+/// One read of a batch. Through the page cache: plain `pread`s (EINTR
+/// retried, short transfers continued, end of file a short count). The
+/// POSIX backend's task read first probes the cache (`preadv2` with
+/// `RWF_NOWAIT`, 10% dearer than `pread` for a cached 4 KiB read) and on a
+/// miss fetches ahead four times the read, which suits a sequential task
+/// and costs a random batch entry. With O_DIRECT on, the backend's read
+/// (aligned middle direct, head and tail buffered).
+fn read_one(
+    fds: Descriptors<'_>,
+    buf: &mut [u8],
+    offset: u64,
+    cancel: &AtomicBool,
+) -> Result<TaskOutcome> {
+    if fds.direct.is_some() {
+        return posix::read(fds, buf, offset, cancel);
+    }
+    let mut done = 0;
+    while done < buf.len() {
+        let at = offset + done as u64;
+        match posix::retry(|| posix::pread(fds.buffered, &mut buf[done..], at)) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) => return Err(posix::io_error(Operation::Read, "pread", fds.path, at, e)),
+        }
+    }
+    Ok(TaskOutcome {
+        bytes: done as u64,
+        ..TaskOutcome::default()
+    })
 }
 
 impl FileHandle {
@@ -699,7 +732,7 @@ impl FileHandle {
             |ops: &[ReadOp], dests: &mut [&mut [u8]], out: &mut [Option<Result<TaskOutcome>>]| {
                 let _running = Running::start(in_flight);
                 for ((op, dest), slot) in ops.iter().zip(dests.iter_mut()).zip(out.iter_mut()) {
-                    *slot = Some(posix::read(fds, dest, op.file_offset, &never));
+                    *slot = Some(read_one(fds, dest, op.file_offset, &never));
                 }
             };
         if jobs == 0 {
@@ -804,7 +837,7 @@ impl FileHandle {
             let op = plan.ops[p.op];
             let start = p.op_offset as usize;
             let dest = &mut dests[p.op][start..start + p.len as usize];
-            let got = posix::read(fds, dest, op.file_offset + p.op_offset, &never)?.bytes;
+            let got = read_one(fds, dest, op.file_offset + p.op_offset, &never)?.bytes;
             bytes += got as usize;
             if got < p.len {
                 break;

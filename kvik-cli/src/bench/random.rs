@@ -683,7 +683,7 @@ pub fn render(run: &RandomRun) -> String {
     );
     let _ = writeln!(
         o,
-        "  {:<9} {:>7} {:>6} {:>7} {:>9}  {:<24} {:>7} {:>6} {:>8} {:>7}",
+        "  {:<9} {:>7} {:>6} {:>7} {:>9}  {:<24} {:>7} {:>6} {:>7} {:>8} {:>7}",
         "memory",
         "size",
         "reads",
@@ -692,6 +692,7 @@ pub fn render(run: &RandomRun) -> String {
         "GB/s",
         "kIOPS",
         "× fio",
+        "paired",
         "× KvikIO",
         "preads"
     );
