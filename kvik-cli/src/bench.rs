@@ -754,6 +754,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     } else {
         if !report.cases.is_empty() || report.random.is_none() {
             print!("{}", table::render(&report));
+        } else {
+            print!("{}", table::header(&report));
         }
         if let Some(random) = &report.random {
             print!("{}", random::render(random));

@@ -329,6 +329,7 @@ pub fn measure(args: &RandomArgs, setup: &Setup<'_>) -> Result<RandomRun, CliErr
     if args.io_sizes.is_empty() {
         return Err(CliError::Usage("--io-size needs at least one size".into()));
     }
+    let load_start = super::machine::load_average();
     // Cache the whole file first: these are page-cache figures.
     std::fs::read(setup.path)
         .map_err(|e| CliError::Failed(format!("cannot read {}: {e}", setup.path.display())))?;
@@ -366,6 +367,15 @@ pub fn measure(args: &RandomArgs, setup: &Setup<'_>) -> Result<RandomRun, CliErr
     run.references
         .extend(kvikio.iter().map(|k| kvikio_reference(k, setup.memories)));
     compare(&mut run);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if let (Some(start), Some(end)) = (load_start, super::machine::load_average()) {
+        if start.max(end) > 0.5 * cores as f64 {
+            run.notes.push(format!(
+                "load average {start:.2} at the start, {end:.2} at the end, on {cores} cores: \
+                 other processes were running; read the spreads and the paired ratios"
+            ));
+        }
+    }
     Ok(run)
 }
 

@@ -27,6 +27,13 @@ fn size_or_dash(s: Option<u64>) -> String {
 }
 
 pub fn render(r: &Report) -> String {
+    let mut o = header(r);
+    render_body(&mut o, r);
+    o
+}
+
+/// What was measured where and how.
+pub(super) fn header(r: &Report) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "kvik bench {} (kvik {})", r.date, r.kvik_version);
     let _ = writeln!(o, "  command   {}", r.command_line);
@@ -61,6 +68,11 @@ pub fn render(r: &Report) -> String {
         r.compat_mode
     );
 
+    o
+}
+
+/// Our figures, the references, the targets, the recommendation, notes.
+fn render_body(o: &mut String, r: &Report) {
     let _ = writeln!(o, "\nours (* = the default settings)");
     let _ = writeln!(
         o,
@@ -135,7 +147,7 @@ pub fn render(r: &Report) -> String {
 
     if !r.targets.is_empty() {
         let _ = writeln!(o, "\ntargets (issue 7)");
-        write_targets(&mut o, &r.targets);
+        write_targets(o, &r.targets);
     }
 
     if !r.tuning.is_empty() {
@@ -169,7 +181,6 @@ pub fn render(r: &Report) -> String {
             let _ = writeln!(o, "  - {n}");
         }
     }
-    o
 }
 
 /// One block per target: met or not, the ratio, and the two figures.
