@@ -205,74 +205,78 @@ pub(crate) fn read_batch(
             .ctx
             .bind_to_thread()
             .map_err(|e| cuda("cuCtxSetCurrent", e))?;
-        for (k, window) in windows.iter().enumerate() {
-            let b = k % 2;
-            if let Some(event) = staging.copied[b].take() {
-                event
-                    .synchronize()
-                    .map_err(|e| cuda("cuEventSynchronize", e))?;
-            }
-            let (start, len) = span_of(ranges, window);
-            let window_spans: Vec<Span> = window
-                .iter()
-                .map(|&i| Span {
-                    dest_offset: ranges[i].buffer_offset - start,
-                    ..spans[i]
-                })
-                .collect();
-            let host = staging.buffers[b]
-                .as_mut_slice()
-                .map_err(|e| cuda("cuEventSynchronize", e))?;
-            let host_ptr = host.as_ptr() as u64;
-            let reads =
-                file.read_spans(&setup, &window_spans, vec![&mut host[..len as usize]], true)?;
-            direct_io_bytes += reads.direct_io_bytes;
-            grouping = Some(match grouping {
-                None => reads.grouping,
-                Some(g) => g.absorb(reads.grouping),
-            });
-            let mut placed: Vec<(u64, u64, std::result::Result<usize, ()>)> = window_spans
-                .iter()
-                .zip(&reads.entries)
-                .map(|(s, r)| (s.dest_offset, s.len, r.as_ref().map(|n| *n).map_err(|_| ())))
-                .collect();
-            placed.sort_by_key(|p| p.0);
-            for c in copies(&placed) {
-                // SAFETY: the source lies in the pinned staging buffer (the
-                // window is at most its length), which is not touched again
-                // until the event recorded below completes; the destination
-                // lies in `dst` (the ranges were checked against it), device
-                // memory of this GPU that the caller lends us for the call.
-                let status = unsafe {
-                    sys::cuMemcpyHtoDAsync_v2(
-                        dst.ptr + start + c.offset,
-                        (host_ptr + c.offset) as *const std::ffi::c_void,
-                        c.len as usize,
-                        staging.stream.cu_stream(),
-                    )
-                };
-                if status != sys::CUresult::CUDA_SUCCESS {
-                    let _ = staging.stream.synchronize();
-                    return Err(super::cuda_error("cuMemcpyHtoDAsync", status as u32));
+        // Whatever happens to a window, no copy into the caller's memory
+        // may still run when this returns: the stream is drained first.
+        let mut run_windows = || -> Result<()> {
+            for (k, window) in windows.iter().enumerate() {
+                let b = k % 2;
+                if let Some(event) = staging.copied[b].take() {
+                    event
+                        .synchronize()
+                        .map_err(|e| cuda("cuEventSynchronize", e))?;
                 }
-                staging_report.copies += 1;
-                staging_report.copied_bytes += c.len;
+                let (start, len) = span_of(ranges, window);
+                let window_spans: Vec<Span> = window
+                    .iter()
+                    .map(|&i| Span {
+                        dest_offset: ranges[i].buffer_offset - start,
+                        ..spans[i]
+                    })
+                    .collect();
+                let host = staging.buffers[b]
+                    .as_mut_slice()
+                    .map_err(|e| cuda("cuEventSynchronize", e))?;
+                let host_ptr = host.as_ptr() as u64;
+                let reads =
+                    file.read_spans(&setup, &window_spans, vec![&mut host[..len as usize]], true)?;
+                direct_io_bytes += reads.direct_io_bytes;
+                grouping = Some(match grouping {
+                    None => reads.grouping,
+                    Some(g) => g.absorb(reads.grouping),
+                });
+                let mut placed: Vec<(u64, u64, std::result::Result<usize, ()>)> = window_spans
+                    .iter()
+                    .zip(&reads.entries)
+                    .map(|(s, r)| (s.dest_offset, s.len, r.as_ref().map(|n| *n).map_err(|_| ())))
+                    .collect();
+                placed.sort_by_key(|p| p.0);
+                for c in copies(&placed) {
+                    // SAFETY: the source lies in the pinned staging buffer (the
+                    // window is at most its length), which is not touched again
+                    // until the event recorded below completes; the destination
+                    // lies in `dst` (the ranges were checked against it), device
+                    // memory of this GPU that the caller lends us for the call.
+                    let status = unsafe {
+                        sys::cuMemcpyHtoDAsync_v2(
+                            dst.ptr + start + c.offset,
+                            (host_ptr + c.offset) as *const std::ffi::c_void,
+                            c.len as usize,
+                            staging.stream.cu_stream(),
+                        )
+                    };
+                    if status != sys::CUresult::CUDA_SUCCESS {
+                        return Err(super::cuda_error("cuMemcpyHtoDAsync", status as u32));
+                    }
+                    staging_report.copies += 1;
+                    staging_report.copied_bytes += c.len;
+                }
+                staging.copied[b] = Some(
+                    staging
+                        .stream
+                        .record_event(Some(sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC))
+                        .map_err(|e| cuda("cuEventRecord", e))?,
+                );
+                for (&i, r) in window.iter().zip(reads.entries) {
+                    entries[i] = r;
+                }
             }
-            staging.copied[b] = Some(
-                staging
-                    .stream
-                    .record_event(Some(sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC))
-                    .map_err(|e| cuda("cuEventRecord", e))?,
-            );
-            for (&i, r) in window.iter().zip(reads.entries) {
-                entries[i] = r;
-            }
-        }
-        staging
-            .stream
-            .synchronize()
-            .map_err(|e| cuda("cuStreamSynchronize", e))?;
+            Ok(())
+        };
+        let outcome = run_windows();
+        let drained = staging.stream.synchronize();
         staging.copied = [None, None];
+        outcome?;
+        drained.map_err(|e| cuda("cuStreamSynchronize", e))?;
     }
     let reads = crate::batch::SpanReads {
         entries,
