@@ -88,6 +88,9 @@ pub enum Error {
         found_by: cufile_config::LocationSource,
         kind: cufile_config::FileKind,
     },
+    /// A batch call refused before cuFile saw it (see [`crate::batch`]).
+    #[error("cuFile batch: {problem}")]
+    Batch { problem: crate::batch::BatchProblem },
 
     /// Statistics cannot be read from this library.
     #[error("cuFile statistics unavailable: {reason}")]

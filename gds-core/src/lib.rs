@@ -7,6 +7,7 @@
 //! * [`CuFileHandle`]: a file opened with O_DIRECT and registered; registration
 //!   failures quote cufile.log ([`log`]).
 //! * [`BufferRegistration`]: a registered device range (RAII).
+//! * [`batch`]: cuFile's batch API as an owning type (cancel and wait on drop).
 //! * [`io`]: `cuFileRead` / `cuFileWrite`, short counts kept, errors typed.
 //! * [`stats`]: snapshots of cuFile's counters in the loaded version's layout,
 //!   and deltas — the in-process `gds_stats`.
@@ -59,6 +60,7 @@
 //! See [`schedule`]: NVIDIA's worked example, a 1 GiB read under the stock
 //! `cufile.json`, is 4 work units of 256 MiB.
 
+pub mod batch;
 pub mod buffer;
 pub mod cuda;
 pub mod driver;

@@ -155,13 +155,7 @@ impl StatsSnapshot {
         }
         let lib = driver.library();
         let _open = driver.enter("cuFileGetStats")?;
-        let version = lib
-            .version()
-            .map_err(|reason| Error::StatsUnavailable { reason })?;
-        let layout = StatsLayout::for_version(version).map_err(|e| Error::StatsUnavailable {
-            reason: e.to_string(),
-        })?;
-        match layout {
+        match layout_of(lib)? {
             StatsLayout::V1_15 => read_layout::<v1_15::CUfileStatsLevel3_t>(lib, level, "1.15"),
             StatsLayout::V1_19 => read_layout::<v1_19::CUfileStatsLevel3_t>(lib, level, "1.19"),
         }
@@ -208,6 +202,16 @@ impl StatsSnapshot {
             .collect();
         StatsDelta { ops, gpus }
     }
+}
+
+/// The statistics layout of the loaded library's version.
+pub(crate) fn layout_of(lib: &CuFileLibrary) -> Result<StatsLayout> {
+    let version = lib
+        .version()
+        .map_err(|reason| Error::StatsUnavailable { reason })?;
+    StatsLayout::for_version(version).map_err(|e| Error::StatsUnavailable {
+        reason: e.to_string(),
+    })
 }
 
 /// Reset all counters to zero.

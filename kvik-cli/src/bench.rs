@@ -21,6 +21,8 @@ mod compare;
 mod device;
 mod machine;
 mod plot;
+mod random;
+mod random_plot;
 mod reference;
 mod stats;
 mod table;
@@ -134,6 +136,8 @@ pub struct Args {
     /// Also write the JSON to FILE (with the readable report on stdout).
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
+    #[command(flatten)]
+    pub random: random::RandomArgs,
     /// Measure nothing: show a saved run (--json / --save output, from this
     /// or another machine) as a table, and --plot it.
     #[arg(long, value_name = "FILE")]
@@ -481,6 +485,9 @@ pub struct Report {
     pub targets: Vec<Target>,
     pub tuning: Vec<tune::Recommendation>,
     pub notes: Vec<String>,
+    /// `--pattern random`: many small reads at random offsets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random: Option<random::RandomRun>,
 }
 
 /// The memory kinds to measure: as asked, else host plus GPU 0 where present.
@@ -743,7 +750,14 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     if args.json {
         print_json(&report)?;
     } else {
-        crate::output::print(&table::render(&report))?;
+        if !report.cases.is_empty() || report.random.is_none() {
+            crate::output::print(&table::render(&report))?;
+        } else {
+            crate::output::print(&table::header(&report))?;
+        }
+        if let Some(random) = &report.random {
+            crate::output::print(&random::render(random))?;
+        }
         if let Some(svg) = &args.plot {
             crate::output::outln!("\nplot: {}", crate::output::escaped(svg))?;
         }
@@ -856,7 +870,7 @@ fn measure_all(args: &Args) -> Result<Report, CliError> {
     );
 
     let mut cases = Vec::new();
-    for &memory in &memories {
+    for &memory in memories.iter().filter(|_| args.random.sequential()) {
         let mut device_buffer = match memory {
             MemoryTarget::Host => None,
             MemoryTarget::Device(n) => match device::DeviceBuffer::new(n, &host) {
@@ -943,7 +957,7 @@ fn measure_all(args: &Args) -> Result<Report, CliError> {
         cold: cold.as_ref(),
         fio_block: args.fio_block,
     };
-    for source in &references {
+    for source in references.iter().filter(|_| args.random.sequential()) {
         match source {
             RefSource::Memcpy if workloads.contains(&Workload::READ_HOT) => {
                 refs.extend(memcpy_refs(&ctx, &host));
@@ -971,6 +985,21 @@ fn measure_all(args: &Args) -> Result<Report, CliError> {
     refs.extend(kvikio_refs(&kvikio, &memories));
     bar.inc(1);
     bar.finish_and_clear();
+    let random = if args.random.random() {
+        let setup = random::Setup {
+            path: &file.path,
+            size: args.size,
+            threads: &args.threads,
+            windows: &args.window,
+            memories: &memories,
+            reps: args.reps,
+            base: &base,
+            fio: references.contains(&RefSource::Fio) && reference::which("fio").is_some(),
+        };
+        Some(random::measure(&args.random, &setup)?)
+    } else {
+        None
+    };
 
     compare(&mut cases, &mut refs);
     let targets = targets(&cases, &refs);
@@ -1005,6 +1034,7 @@ fn measure_all(args: &Args) -> Result<Report, CliError> {
         targets,
         tuning,
         notes,
+        random,
     };
     if let Some(svg) = &args.plot {
         save_plot(svg, &report)?;
@@ -1014,8 +1044,12 @@ fn measure_all(args: &Args) -> Result<Report, CliError> {
 
 /// `--plot FILE`: the chart of `report`.
 fn save_plot(path: &Path, report: &Report) -> Result<(), CliError> {
-    let svg = plot::render(report).map_err(|e| CliError::Failed(format!("--plot: {e}")))?;
-    crate::output::write_file("--plot", path, svg.as_bytes())
+    let charts = random_plot::render_all(path, report)
+        .map_err(|e| CliError::Failed(format!("--plot: {e}")))?;
+    for (path, svg) in charts {
+        crate::output::write_file("--plot", &path, svg.as_bytes())?;
+    }
+    Ok(())
 }
 
 fn case_settings(
@@ -1350,6 +1384,7 @@ fn sample_report() -> Report {
         targets,
         tuning,
         notes: vec![],
+        random: None,
     }
 }
 

@@ -477,48 +477,21 @@ pub fn approximate(bytes: u64) -> String {
 }
 
 /// The share of `offset..offset + len` of `path` that is in the page cache
-/// (0.0–1.0), from `mincore` over a read-only mapping; `None` when it cannot
-/// be told. Explains throughput: a cached range reads at memory speed, an
-/// uncached one at the storage's.
+/// (0.0–1.0; `kvik_policy::residency`: `cachestat`, else `mincore`); `None`
+/// when it cannot be told. Explains throughput: a cached range reads at
+/// memory speed, an uncached one at the storage's.
 pub fn page_cache_residency(path: &Path, offset: u64, len: u64) -> Option<f64> {
     page_cache_residency_of(&std::fs::File::open(path).ok()?, offset, len)
 }
 
 /// [`page_cache_residency`] of a file already open.
 pub fn page_cache_residency_of(file: &std::fs::File, offset: u64, len: u64) -> Option<f64> {
-    use std::os::fd::AsRawFd;
     if len == 0 {
         return None;
     }
-    let page = kvik_policy::task::page_size();
-    let start = offset / page * page;
-    let map_len = usize::try_from(offset + len - start).ok()?;
-    // SAFETY: a private read-only mapping of a file we opened; it is only
-    // passed to mincore and unmapped below, never read.
-    let addr = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            map_len,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            start as libc::off_t,
-        )
-    };
-    if addr == libc::MAP_FAILED {
-        return None;
-    }
-    let pages = map_len.div_ceil(page as usize);
-    let mut resident = vec![0u8; pages];
-    // SAFETY: addr..addr+map_len is our mapping; `resident` has one byte per page.
-    let ok = unsafe { libc::mincore(addr, map_len, resident.as_mut_ptr()) } == 0;
-    // SAFETY: unmapping exactly what we mapped.
-    unsafe { libc::munmap(addr, map_len) };
-    if !ok {
-        return None;
-    }
-    let in_cache = resident.iter().filter(|&&b| b & 1 == 1).count();
-    Some(in_cache as f64 / pages as f64)
+    kvik_policy::residency::residency(file, offset, len)
+        .ok()
+        .map(|r| r.cached_share())
 }
 
 /// `100%`, `0.4%`, or `unknown`.

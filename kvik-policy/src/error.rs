@@ -82,6 +82,16 @@ pub enum Error {
         problem: &'static str,
     },
 
+    /// A batch entry is impossible (see [`crate::batch`]): the whole batch is
+    /// refused before any I/O.
+    #[error("batch read of {}: entry {entry}: {problem}", path.display())]
+    InvalidBatch {
+        path: PathBuf,
+        /// The entry's index in the batch.
+        entry: usize,
+        problem: crate::batch::BatchProblem,
+    },
+
     /// Reading a file opened write-only, or writing one opened read-only.
     #[error("cannot {operation} {}: it was opened with mode {mode}", path.display())]
     ModeForbids {

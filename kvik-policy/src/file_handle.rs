@@ -619,6 +619,19 @@ fn open_error(path: &Path, mode: OpenMode, source: std::io::Error) -> Error {
     }
 }
 
+/// For sibling modules that run their own requests on this file (batch reads).
+impl FileHandle {
+    pub(crate) fn buffered_file(&self) -> &File {
+        &self.inner.file
+    }
+    pub(crate) fn direct_file(&self) -> std::result::Result<&File, String> {
+        self.inner.direct_descriptor().map_err(ToString::to_string)
+    }
+    pub(crate) fn in_flight_counter(&self) -> &AtomicUsize {
+        &self.inner.tasks_in_flight
+    }
+}
+
 /// The memory of one request.
 pub(crate) enum Memory<'a> {
     Read(BufMut<'a>),

@@ -21,6 +21,10 @@
 //! * [`plan`] — the one function that decides how a request runs (backend
 //!   and why, calling thread or pool, the task split, cuFile's work units):
 //!   `FileHandle` executes it, `kvik plan` prints it.
+//! * [`batch`] — many reads in one call (`FileHandle::read_batch`,
+//!   `read_batch_into`): per-entry results, one report.
+//! * [`residency`] — how much of a range is in the page cache (`cachestat`,
+//!   `mincore`), and the page-cache-or-O_DIRECT decision for cold reads.
 //! * [`routing`] — the per-file and per-request decisions and their typed
 //!   reasons; [`task`] — the task split; [`thread_pool`] — the pools tasks
 //!   run on; [`size`] — byte sizes as people write them (`4MiB`).
@@ -180,6 +184,7 @@
 //! # Ok::<(), kvik_policy::Error>(())
 //! ```
 
+pub mod batch;
 pub mod buffer;
 mod compat;
 mod cufile;
@@ -197,6 +202,7 @@ pub mod path_serde;
 mod pending_io;
 pub mod plan;
 mod posix;
+pub mod residency;
 pub mod routing;
 mod scope;
 pub mod settings;
@@ -206,6 +212,7 @@ pub mod task;
 mod task_runner;
 pub mod thread_pool;
 
+pub use batch::{BatchRead, BatchReport, ReadInto, ReadRange};
 pub use buffer::{
     AlignedBuffer, Buf, BufMut, DeviceRange, DeviceSlice, DeviceSliceMut, IoBuffer, IoBufferMut,
 };

@@ -79,7 +79,7 @@ fn plan_step<'f>(
 }
 
 /// Retry on EINTR.
-fn retry<T>(mut call: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+pub(crate) fn retry<T>(mut call: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     loop {
         match call() {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -325,7 +325,7 @@ pub(crate) enum Syscall {
 }
 
 /// `pread(2)` of `buf.len()` bytes at `at`.
-fn pread(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+pub(crate) fn pread(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
     seam(file, Syscall::Pread, at, buf.len(), |n| {
         file.read_at(&mut buf[..n], at)
     })

@@ -141,10 +141,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// One task counted in `tasks_in_flight` until dropped — also when the
 /// task panics, so a bug in one request cannot leave the count wrong.
-struct Running<'a>(&'a AtomicUsize);
+pub(crate) struct Running<'a>(&'a AtomicUsize);
 
 impl<'a> Running<'a> {
-    fn start(count: &'a AtomicUsize) -> Running<'a> {
+    pub(crate) fn start(count: &'a AtomicUsize) -> Running<'a> {
         count.fetch_add(1, Ordering::SeqCst);
         Running(count)
     }

@@ -19,7 +19,7 @@ const WIDTH: u32 = 1400;
 /// The legend's column on the right of each panel.
 const LEGEND_WIDTH: u32 = 380;
 
-const OURS: [RGBColor; 8] = [
+pub(super) const OURS: [RGBColor; 8] = [
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xd6, 0x27, 0x28),
     RGBColor(0x2c, 0xa0, 0x2c),
@@ -29,7 +29,7 @@ const OURS: [RGBColor; 8] = [
     RGBColor(0x8c, 0x56, 0x4b),
     RGBColor(0xe3, 0x77, 0xc2),
 ];
-const REFS: [RGBColor; 12] = [
+pub(super) const REFS: [RGBColor; 12] = [
     RGBColor(0x00, 0x00, 0x00),
     RGBColor(0x88, 0x88, 0x88),
     RGBColor(0xbc, 0xbd, 0x22),

@@ -9,7 +9,7 @@ use super::stats::{Summary, gbps, times};
 use super::{Report, tune};
 
 /// `11.20 [10.90–11.41]`, with `~` when the repetitions disagree.
-fn figure(s: &Option<Summary>) -> String {
+pub(super) fn figure(s: &Option<Summary>) -> String {
     match s {
         Some(s) => format!(
             "{:>6} [{}–{}]{}",
@@ -27,6 +27,13 @@ fn size_or_dash(s: Option<u64>) -> String {
 }
 
 pub fn render(r: &Report) -> String {
+    let mut o = header(r);
+    render_body(&mut o, r);
+    o
+}
+
+/// What was measured where and how.
+pub(super) fn header(r: &Report) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "kvik bench {} (kvik {})", r.date, r.kvik_version);
     let _ = writeln!(o, "  command   {}", r.command_line);
@@ -61,6 +68,11 @@ pub fn render(r: &Report) -> String {
         r.compat_mode
     );
 
+    o
+}
+
+/// Our figures, the references, the targets, the recommendation, notes.
+fn render_body(o: &mut String, r: &Report) {
     let _ = writeln!(o, "\nours (* = the default settings)");
     let _ = writeln!(
         o,
@@ -135,20 +147,7 @@ pub fn render(r: &Report) -> String {
 
     if !r.targets.is_empty() {
         let _ = writeln!(o, "\ntargets (issue 7)");
-        for t in &r.targets {
-            let _ = writeln!(
-                o,
-                "  [{}] {}: {:.2}× (goal {:.2}×)\n        {} {} GB/s vs {} {} GB/s",
-                if t.met { "met" } else { "NOT met" },
-                t.name,
-                t.ratio,
-                t.goal,
-                t.ours,
-                gbps(t.ours_bytes_per_second),
-                t.reference,
-                gbps(t.reference_bytes_per_second)
-            );
-        }
+        write_targets(o, &r.targets);
     }
 
     if !r.tuning.is_empty() {
@@ -182,7 +181,24 @@ pub fn render(r: &Report) -> String {
             let _ = writeln!(o, "  - {n}");
         }
     }
-    o
+}
+
+/// One block per target: met or not, the ratio, and the two figures.
+pub(super) fn write_targets(o: &mut String, targets: &[super::Target]) {
+    for t in targets {
+        let _ = writeln!(
+            o,
+            "  [{}] {}: {:.2}× (goal {:.2}×)\n        {} {} GB/s vs {} {} GB/s",
+            if t.met { "met" } else { "NOT met" },
+            t.name,
+            t.ratio,
+            t.goal,
+            t.ours,
+            gbps(t.ours_bytes_per_second),
+            t.reference,
+            gbps(t.reference_bytes_per_second)
+        );
+    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 
 mod context;
 pub(crate) mod event;
+pub(crate) mod gather;
 mod pointer;
 mod staging;
 #[cfg(test)]

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Issue 13 on the GPU machine: random small reads (ours, fio randread, KvikIO's
+# pread futures, on the same page-cached file, in one run), what libcufile does
+# with its batch API, batch reads into GPU memory checked byte for byte, and
+# cold 1 GiB reads through the page cache against O_DIRECT.
+#
+# Run from the repository root with, under .gpu/: the release binary `kvik`,
+# the test binaries `gpu_batch` (gds-core) and `gpu_batch_read` (kvik-policy)
+# — `cargo test --release -p gds-core --test gpu_batch --no-run` and
+# `cargo test --release -p kvik-policy --test gpu_batch_read --no-run` print
+# their paths — and KvikIO's wheels in .gpu/whl/:
+#
+#     OUT=/some/dir bash bench/gpu-random.sh
+#
+# Writes under $OUT: kvikio-random.jsonl, gpu-random.{json,txt,svg},
+# cold-direct.txt, gpu-random.log (everything). About 6 minutes; every step
+# has a timeout.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/kvik-out}
+mkdir -p "$OUT"
+exec > >(tee "$OUT/gpu-random.log") 2>&1
+KVIK=${KVIK:-.gpu/kvik}
+FILE=${BENCH_FILE:-/root/kvik-bench-1GiB.bin}
+D=${KVIK_TEST_DIR:-/root/kvik-verify}
+section() { printf '\n===== %s =====\n' "$*"; }
+START=$SECONDS
+mkdir -p "$D"
+
+section "machine"
+nvidia-smi -L 2>&1; uname -r; nproc; free -g | head -2
+command -v fio >/dev/null && fio --version || echo "fio: not installed (no fio reference)"
+
+section "udev entry (cuFile registers files only with it on this VM)"
+d=$(mountpoint -d /); mkdir -p /run/udev/data
+printf 'E:ID_FS_TYPE=ext4\nE:ID_FS_USAGE=filesystem\n' > /run/udev/data/b$d
+
+section "cuFile's batch API in compatibility mode (gds-core gpu_batch: RESULT lines)"
+KVIK_TEST_DIR="$D" KVIK_REQUIRE_GPU=1 timeout 180 .gpu/gpu_batch --nocapture --test-threads=1 2>&1 \
+  | grep -E "RESULT|libcufile|batch counters|per-GPU|bytes at|^test |test result|panicked|assert"
+
+section "batch reads into GPU memory against single reads (kvik-policy gpu_batch_read)"
+KVIK_TEST_DIR="$D" KVIK_REQUIRE_GPU=1 timeout 180 .gpu/gpu_batch_read --nocapture --test-threads=1 2>&1 \
+  | grep -E "GB/s|staging|reads |^test |test result|panicked|assert"
+
+section "the file: 1 GiB of random bytes, page-cached"
+if [ "$(stat -c %s "$FILE" 2>/dev/null || echo 0)" -lt 1073741824 ]; then
+  timeout 120 "$KVIK" write "$FILE" --size 1GiB --host || { echo "cannot create $FILE"; exit 1; }
+fi
+cat "$FILE" > /dev/null
+
+section "KvikIO pread futures: random 4 KiB / 64 KiB / 1 MiB, compat ON, 1 and 16 threads"
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl 2>&1 | tail -3
+PYTHONPATH=/tmp/site timeout 300 python3 bench/kvikio_bench.py "$FILE" --pattern random \
+  --io-size 4KiB,64KiB,1MiB --threads 1,16 --compat on --reps 5 | tee "$OUT/kvikio-random.jsonl"
+KVIKIO_ARG=()
+if [ -s "$OUT/kvikio-random.jsonl" ]; then KVIKIO_ARG=(--kvikio-random "$OUT/kvikio-random.jsonl"); fi
+
+section "kvik bench --pattern random: host and GPU memory, 1 and 16 threads, fio randread in turn"
+timeout 300 "$KVIK" bench --pattern random --file "$FILE" --size 1GiB \
+  --memory host,device:0 --threads 1,16 --window all,16MiB --io-size 4KiB,64KiB,1MiB \
+  --cache hot --reps 5 --compat on "${KVIKIO_ARG[@]}" \
+  --save "$OUT/gpu-random.json" --plot "$OUT/gpu-random.svg" | tee "$OUT/gpu-random.txt"
+echo "exit=${PIPESTATUS[0]}"
+
+section "cold 1 GiB reads: page cache (defaults) against O_DIRECT, host memory, 3 rounds"
+# drop_caches between runs (root); the JSON's page_cache_resident_before shows 0.
+{
+  for round in 1 2 3; do
+    for threads in 4 16; do
+      for direct in 0 1; do
+        sync; echo 3 > /proc/sys/vm/drop_caches
+        KVIKIO_AUTO_DIRECT_IO_READ=$direct timeout 60 "$KVIK" read "$FILE" --host \
+          --threads $threads --compat on --json > "$D/cold.json" 2>/dev/null
+        python3 - "$D/cold.json" "$direct" "$threads" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(f"direct={sys.argv[2]} threads={sys.argv[3]} {d['bytes_per_second'] / 1e9:.3f} GB/s "
+      f"resident_before={d['page_cache_resident_before']} "
+      f"direct_bytes={d['report']['kvik']['direct_io']['bytes']}")
+PY
+      done
+    done
+  done
+  command -v fio >/dev/null && for threads in 4 16; do
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    fio --name=cold --filename="$FILE" --readonly --rw=read --bs=4M --ioengine=psync --direct=1 \
+      --numjobs=$threads --size=$((1073741824 / threads)) --offset_increment=$((1073741824 / threads)) \
+      --thread --group_reporting --output-format=json 2>/dev/null \
+      | python3 -c "import json,sys; j=json.load(sys.stdin)['jobs'][0]; print('fio psync O_DIRECT threads=$threads', round(j['read']['bw_bytes']/1e9, 3), 'GB/s')"
+  done
+} | tee "$OUT/cold-direct.txt"
+
+rm -rf "$D"
+section "done in $((SECONDS - START)) s"
+ls -la "$OUT"
