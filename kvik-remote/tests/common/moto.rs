@@ -54,7 +54,8 @@ pub fn moto() -> Option<&'static Moto> {
             std::env::var("KVIK_REQUIRE_REMOTE").as_deref() != Ok("1"),
             "KVIK_REQUIRE_REMOTE=1 but moto is not installed (python3 -m pip install 'moto[server]')"
         );
-        eprintln!("{SKIP}");
+        // Past the test harness's capture: the terminal shows it.
+        let _ = writeln!(std::io::stderr(), "{SKIP}");
     }
     moto
 }
@@ -103,13 +104,13 @@ fn start() -> Option<Moto> {
 
 impl Moto {
     /// One unsigned request (moto accepts them); the status.
-    fn request(&self, method: &str, path: &str, body: &[u8]) -> u16 {
+    fn request(&self, method: &str, path: &str, headers: &str, body: &[u8]) -> u16 {
         let mut stream = TcpStream::connect(&self.addr).expect("connect to moto");
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
             .unwrap();
         let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n{headers}Connection: close\r\n\r\n",
             self.addr,
             body.len()
         );
@@ -125,22 +126,31 @@ impl Moto {
     }
 
     pub fn create_bucket(&self, bucket: &str) {
-        let status = self.request("PUT", &format!("/{bucket}"), b"");
+        let status = self.request("PUT", &format!("/{bucket}"), "", b"");
         assert_eq!(status, 200, "create bucket {bucket}");
     }
 
+    /// Store a private object (anonymous reads get 403).
     pub fn put(&self, bucket: &str, key: &str, bytes: &[u8]) {
-        let status = self.request("PUT", &format!("/{bucket}/{key}"), bytes);
+        let status = self.request("PUT", &format!("/{bucket}/{key}"), "", bytes);
         assert_eq!(status, 200, "put {bucket}/{key}");
     }
 
-    /// A presigned GET URL for the object, made by boto3 (moto's
+    /// Store an object anyone may read (canned ACL `public-read`).
+    pub fn put_public(&self, bucket: &str, key: &str, bytes: &[u8]) {
+        let path = format!("/{bucket}/{key}");
+        let status = self.request("PUT", &path, "x-amz-acl: public-read\r\n", bytes);
+        assert_eq!(status, 200, "put {bucket}/{key}");
+    }
+
+    /// A presigned GET URL for the object (SigV4), made by boto3 (moto's
     /// dependency), as a user would make one.
     pub fn presigned_url(&self, bucket: &str, key: &str) -> String {
         let script = format!(
-            "import boto3; print(boto3.client('s3', endpoint_url='{}', \
+            "import boto3, botocore.config; print(boto3.client('s3', endpoint_url='{}', \
              aws_access_key_id='{ACCESS_KEY}', aws_secret_access_key='{SECRET_KEY}', \
-             region_name='{REGION}').generate_presigned_url('get_object', \
+             region_name='{REGION}', config=botocore.config.Config(signature_version='s3v4'))\
+             .generate_presigned_url('get_object', \
              Params={{'Bucket': '{bucket}', 'Key': '{key}'}}, ExpiresIn=600))",
             self.endpoint
         );
