@@ -194,6 +194,16 @@ impl fmt::Display for AttemptReport {
 }
 
 impl RemoteReport {
+    /// Fold a later read of the same object into this one (a read done in
+    /// windows reports as one): bytes and seconds add up, requests append.
+    pub fn absorb(&mut self, later: RemoteReport) {
+        self.requested_bytes += later.requested_bytes;
+        self.bytes += later.bytes;
+        self.seconds += later.seconds;
+        self.max_in_flight = self.max_in_flight.max(later.max_in_flight);
+        self.requests.extend(later.requests);
+    }
+
     /// Attempts over every request.
     pub fn attempts(&self) -> usize {
         self.requests.iter().map(|r| r.attempts.len()).sum()

@@ -44,6 +44,18 @@ impl fmt::Display for SourceReport {
     }
 }
 
+impl SourceReport {
+    /// Fold a later read of the same source into this one (windowed reads);
+    /// a report of the other kind is ignored (a source is one or the other).
+    pub fn absorb(&mut self, later: SourceReport) {
+        match (self, later) {
+            (SourceReport::Local(a), SourceReport::Local(b)) => a.absorb(*b),
+            (SourceReport::Remote(a), SourceReport::Remote(b)) => a.absorb(*b),
+            _ => {}
+        }
+    }
+}
+
 impl Source {
     /// Open `target` for reading: a URL (`s3://`, `http://`, `https://`)
     /// is a remote object, anything else a local path (opened `"r"`).

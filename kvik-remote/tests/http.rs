@@ -525,5 +525,11 @@ fn a_source_reads_local_files_and_urls_alike() {
         assert!(!done.report.to_string().is_empty());
         // Past the end: an error for both.
         assert!(source.read_with_report(&mut buf, 9000).is_err(), "{target}");
+        // Windows fold into one report.
+        let mut report = done.report;
+        let next = source.read_with_report(&mut buf, 0).unwrap();
+        report.absorb(next.report);
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["requested_bytes"], 6000, "{target}");
     }
 }
