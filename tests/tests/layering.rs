@@ -14,6 +14,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("gds-core", &["cufile-sys", "cufile-config"]),
     ("kvik-policy", &["gds-core", "cufile-sys", "cufile-config"]),
     (
+        "kvik-remote",
+        &["kvik-policy", "gds-core", "cufile-sys", "cufile-config"],
+    ),
+    (
         "kvik-cli",
         &["kvik-policy", "gds-core", "cufile-sys", "cufile-config"],
     ),
@@ -94,6 +98,17 @@ fn dependencies_point_down_the_stack() {
         "{TEST_SUPPORT} must have publish = false"
     );
 
+    // Reading local files builds no HTTP stack: tokio, object_store and
+    // TLS come in only with kvik-remote.
+    for name in ["kvik-policy", "gds-core", "cufile-config", "cufile-sys"] {
+        for dep in members[name]["dependencies"].as_array().unwrap() {
+            let dep_name = dep["name"].as_str().unwrap();
+            assert!(
+                !["tokio", "object_store", "reqwest", "hyper", "rustls"].contains(&dep_name),
+                "{name} depends on {dep_name}"
+            );
+        }
+    }
     // cufile-config stays free of FFI: no libloading, no libc, no cufile-sys.
     let config = members["cufile-config"];
     for dep in config["dependencies"].as_array().unwrap() {

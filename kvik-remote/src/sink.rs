@@ -1,0 +1,92 @@
+//! Where the bytes of a read land, as they arrive.
+//!
+//! The ranged GETs of one read run on the runtime's worker threads, each
+//! copying its body into its own part of the caller's memory as chunks
+//! arrive: one copy, in parallel, and no whole-range buffering.
+//!
+//! Today that memory is host memory ([`HostDest`]). Device memory fits the
+//! same shape: a `TaskDest` that hands each chunk to kvik-policy's "copy
+//! these host bytes into this device buffer at this offset through pinned
+//! staging" entry point instead of `copy_nonoverlapping`; nothing else in
+//! the read changes.
+
+/// Host memory one read fills, shared by the read's workers.
+#[derive(Debug)]
+pub(crate) struct HostDest {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: a HostDest is only written through `TaskDest::put`, each task to
+// its own disjoint part (the read's task split), and `HostDest::new`'s
+// caller keeps the memory alive and otherwise untouched until every worker
+// holding it is gone; so sending it to and sharing it between the workers
+// creates no data race.
+unsafe impl Send for HostDest {}
+// SAFETY: as for Send: concurrent `put`s write disjoint bytes.
+unsafe impl Sync for HostDest {}
+
+impl HostDest {
+    /// # Safety
+    /// `ptr..ptr + len` must be valid for writes, and nothing else may read
+    /// or write it, until this `HostDest` and every [`TaskDest`] made from
+    /// it are dropped.
+    pub(crate) unsafe fn new(ptr: *mut u8, len: usize) -> HostDest {
+        HostDest { ptr, len }
+    }
+
+    /// The part `start..start + len` of the memory, for one task. The read
+    /// gives each task of its split to exactly one worker, so parts never
+    /// overlap.
+    ///
+    /// # Panics
+    /// When the part is not inside the memory.
+    pub(crate) fn task(&self, start: u64, len: u64) -> TaskDest<'_> {
+        let start = usize::try_from(start).expect("task offset fits in memory");
+        let len = usize::try_from(len).expect("task size fits in memory");
+        assert!(
+            start <= self.len && len <= self.len - start,
+            "task {start}+{len} outside a buffer of {}",
+            self.len
+        );
+        TaskDest {
+            dest: self,
+            start,
+            len,
+        }
+    }
+}
+
+/// One task's part of the memory.
+#[derive(Debug)]
+pub(crate) struct TaskDest<'a> {
+    dest: &'a HostDest,
+    start: usize,
+    len: usize,
+}
+
+impl TaskDest<'_> {
+    /// Copy `bytes` to offset `at` of this part.
+    ///
+    /// # Panics
+    /// When they do not fit in the part (callers check the length first).
+    pub(crate) fn put(&self, at: u64, bytes: &[u8]) {
+        let at = usize::try_from(at).expect("offset fits in memory");
+        assert!(
+            at <= self.len && bytes.len() <= self.len - at,
+            "{} bytes at {at} outside a task of {}",
+            bytes.len(),
+            self.len
+        );
+        // SAFETY: inside this task's part (checked above), which is inside the
+        // memory (checked in `task`); the memory is valid for writes and no one
+        // else touches this part (`HostDest::new`'s contract, disjoint tasks).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.dest.ptr.add(self.start + at),
+                bytes.len(),
+            )
+        };
+    }
+}
