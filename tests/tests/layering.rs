@@ -1,5 +1,5 @@
 //! The stack's dependency rule: crates depend only on crates below them
-//! (kvik-cli → kvik-policy → gds-core → cufile-sys, cufile-config), so a user
+//! (kvik-cli, kvik-python → kvik-policy → gds-core → cufile-sys, cufile-config), so a user
 //! who validates configs builds no FFI and one who needs raw cuFile gets no
 //! thread pool.
 
@@ -14,6 +14,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("kvik-policy", &["gds-core", "cufile-sys", "cufile-config"]),
     (
         "kvik-cli",
+        &["kvik-policy", "gds-core", "cufile-sys", "cufile-config"],
+    ),
+    (
+        "kvik-python",
         &["kvik-policy", "gds-core", "cufile-sys", "cufile-config"],
     ),
     ("xtask", &["cufile-config"]),
