@@ -48,7 +48,7 @@ def get(config_name: str) -> Any:
     name = _name(config_name)
     value = _kvik.get_setting(name)
     if name == "compat_mode":
-        return CompatMode[value]
+        return CompatMode[str(value)]
     return value
 
 
@@ -109,37 +109,37 @@ def is_compat_mode_preferred() -> bool:
 
 def compat_mode() -> CompatMode:
     """``get("compat_mode")``."""
-    return get("compat_mode")
+    return CompatMode[str(_kvik.get_setting("compat_mode"))]
 
 
 def num_threads() -> int:
     """``get("num_threads")``: threads that run the tasks of a request."""
-    return get("num_threads")
+    return int(_kvik.get_setting("num_threads"))
 
 
 def task_size() -> int:
     """``get("task_size")``: the bytes each request is cut into."""
-    return get("task_size")
+    return int(_kvik.get_setting("task_size"))
 
 
 def gds_threshold() -> int:
     """``get("gds_threshold")``: device requests below it skip cuFile."""
-    return get("gds_threshold")
+    return int(_kvik.get_setting("gds_threshold"))
 
 
 def bounce_buffer_size() -> int:
     """``get("bounce_buffer_size")``: each pinned bounce buffer's size."""
-    return get("bounce_buffer_size")
+    return int(_kvik.get_setting("bounce_buffer_size"))
 
 
 def auto_direct_io_read() -> bool:
     """``get("auto_direct_io_read")``: host reads use O_DIRECT for page-aligned parts."""
-    return get("auto_direct_io_read")
+    return bool(_kvik.get_setting("auto_direct_io_read"))
 
 
 def auto_direct_io_write() -> bool:
     """``get("auto_direct_io_write")``: host writes use O_DIRECT for page-aligned parts."""
-    return get("auto_direct_io_write")
+    return bool(_kvik.get_setting("auto_direct_io_write"))
 
 
 __all__ = [
