@@ -160,7 +160,7 @@ impl CuFile {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        report.map(|r| to_python(py, &r)).transpose()
+        report.map(|r| to_python(py, &*r)).transpose()
     }
 
     /// How device-memory requests on this file are served, decided at open:
@@ -168,6 +168,55 @@ impl CuFile {
     #[getter]
     fn routing<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_python(py, self.handle()?.routing())
+    }
+
+    /// For `bench/python_overhead.py`: the kvik-policy calls behind `pread`
+    /// + `get` (`op="pread"`: `FileHandle::pread(..).wait()`) or `read`
+    /// (`op="read"`: `FileHandle::read_with_report`), made from Rust on this
+    /// file into `buf` (the first `size` bytes, at offset 0), `inner` times
+    /// per repetition with the GIL released. Returns seconds per call, one
+    /// figure per repetition: the baseline Python's overhead is measured
+    /// against, in the same process, on the same file and memory.
+    #[pyo3(signature = (buf, op, repeat, inner, size = None))]
+    fn _time_in_rust(
+        &self,
+        py: Python<'_>,
+        buf: &Bound<'_, PyAny>,
+        op: &str,
+        repeat: usize,
+        inner: usize,
+        size: Option<usize>,
+    ) -> PyResult<Vec<f64>> {
+        let handle = self.handle()?;
+        let memory = Self::memory(buf, Direction::Read, size)?;
+        let len = memory.len();
+        let pread = match op {
+            "pread" => true,
+            "read" => false,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "op is \"pread\" or \"read\", not {other:?}"
+                )));
+            }
+        };
+        let inner = inner.max(1);
+        py.detach(|| {
+            let mut window = Window::new(memory, 0, len);
+            let mut timings = Vec::with_capacity(repeat);
+            for _ in 0..repeat {
+                let start = std::time::Instant::now();
+                for _ in 0..inner {
+                    if pread {
+                        window = handle.pread(window, 0).wait()?.0;
+                    } else {
+                        handle.read_with_report(window.as_buf_mut(), 0)?;
+                    }
+                }
+                timings.push(start.elapsed().as_secs_f64() / inner as f64);
+            }
+            Ok(timings)
+        })
+        .map_err(|e: kvik_policy::Error| to_py_err(&e))
     }
 
     fn __repr__(&self) -> String {
@@ -293,7 +342,7 @@ impl CuFile {
                 Direction::Write => handle.write_with_report(window.as_buf(), file_offset),
             })
             .map_err(|e| to_py_err(&e))?;
-        request::remember(&self.last_report, &Report::single(transfer.report));
+        request::remember(&self.last_report, Arc::new(Report::single(transfer.report)));
         Ok(transfer.bytes as u64)
     }
 }

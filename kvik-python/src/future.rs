@@ -70,7 +70,12 @@ impl IoFuture {
     #[getter]
     fn report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         self.request
-            .with_outcome(|outcome| outcome.report.as_ref().map(|r| to_python(py, r)))
+            .with_outcome(|outcome| {
+                outcome
+                    .finished_report
+                    .as_ref()
+                    .map(|r| to_python(py, &**r))
+            })
             .flatten()
             .transpose()
     }

@@ -81,11 +81,11 @@ impl Report {
 }
 
 /// Where a handle keeps the report of its last finished request.
-pub(crate) type LastReport = Arc<Mutex<Option<Report>>>;
+pub(crate) type LastReport = Arc<Mutex<Option<Arc<Report>>>>;
 
 /// Record `report` as the handle's last.
-pub(crate) fn remember(slot: &LastReport, report: &Report) {
-    *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(report.clone());
+pub(crate) fn remember(slot: &LastReport, report: Arc<Report>) {
+    *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(report);
 }
 
 /// A request in flight (or finished).
@@ -127,7 +127,10 @@ pub(crate) struct Outcome {
     pub bytes: u64,
     /// A read met the end of the file: later windows count for nothing.
     pub ended: bool,
-    pub report: Option<Report>,
+    /// The report while windows are folded into it.
+    report: Option<Report>,
+    /// The report once the request has finished.
+    pub finished_report: Option<Arc<Report>>,
     pub error: Option<Failure>,
     pub cancelled: bool,
 }
@@ -182,7 +185,7 @@ impl Request {
             }),
             finished: Condvar::new(),
         });
-        request.advance(&mut request.lock());
+        request.advance_and_notify();
         Ok(request)
     }
 
@@ -190,15 +193,23 @@ impl Request {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// [`Request::advance`], then wake the waiters if the request finished —
+    /// after unlocking, so that they do not wake only to wait for the lock.
+    fn advance_and_notify(self: &Arc<Self>) {
+        let finished = self.advance(&mut self.lock());
+        if finished {
+            self.finished.notify_all();
+        }
+    }
+
     /// Issue windows while there is room, take finished ones in order, and
-    /// register for the next completion.
-    fn advance(self: &Arc<Self>, state: &mut State) {
+    /// register for the next completion. Whether the request has finished.
+    fn advance(self: &Arc<Self>, state: &mut State) -> bool {
         loop {
             state.issue();
             let Some(front) = state.in_flight.front_mut() else {
                 state.finish();
-                self.finished.notify_all();
-                return;
+                return true;
             };
             let waker = Waker::from(self.clone());
             let mut cx = Context::from_waker(&waker);
@@ -206,7 +217,7 @@ impl Request {
                 Pin::new(front).poll(&mut cx)
             }));
             match polled {
-                Ok(Poll::Pending) => return,
+                Ok(Poll::Pending) => return false,
                 Ok(Poll::Ready(result)) => {
                     state.in_flight.pop_front();
                     state.fold(result);
@@ -279,8 +290,7 @@ impl Request {
 impl Wake for Request {
     /// A window finished (on a pool thread).
     fn wake(self: Arc<Self>) {
-        let mut state = self.lock();
-        self.advance(&mut state);
+        self.advance_and_notify();
     }
 }
 
@@ -339,8 +349,10 @@ impl State {
     fn finish(&mut self) {
         self.done = true;
         self.outcome.cancelled = self.cancelled;
-        if let Some(report) = &self.outcome.report {
-            remember(&self.last_report, report);
+        if let Some(report) = self.outcome.report.take() {
+            let report = Arc::new(report);
+            remember(&self.last_report, report.clone());
+            self.outcome.finished_report = Some(report);
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyMemoryView;
@@ -43,8 +43,17 @@ unsafe extern "C" {
     fn PyBuffer_Release(view: *mut BufferView);
 }
 
-/// The memory of an object with the buffer protocol, or `None` when it has
-/// none.
+/// Whether the object's type has the buffer protocol (asked of the type's
+/// slot, so that a "no" raises nothing).
+pub(super) fn exports_buffers(object: &Bound<'_, PyAny>) -> bool {
+    let ty = object.get_type();
+    // SAFETY: a live type object; since Python 3.10 PyType_GetSlot accepts
+    // static types too.
+    !unsafe { ffi::PyType_GetSlot(ty.as_type_ptr(), ffi::Py_bf_getbuffer) }.is_null()
+}
+
+/// The memory of an object with the buffer protocol, or `None` when it
+/// refuses to export a buffer (as device arrays that have the slot do).
 pub(super) fn from_buffer_protocol(
     object: &Bound<'_, PyAny>,
     access: Access,
@@ -52,7 +61,9 @@ pub(super) fn from_buffer_protocol(
     let py = object.py();
     let view = match PyMemoryView::from(object) {
         Ok(view) => view,
-        Err(e) if e.is_instance_of::<PyTypeError>(py) => return Ok(None),
+        Err(e) if e.is_instance_of::<PyTypeError>(py) || e.is_instance_of::<PyBufferError>(py) => {
+            return Ok(None);
+        }
         Err(e) => return Err(e),
     };
     let layout = Layout::of(&view)?;

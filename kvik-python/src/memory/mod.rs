@@ -59,14 +59,16 @@ unsafe impl Send for Memory {}
 unsafe impl Sync for Memory {}
 
 impl Memory {
-    /// The bytes of `object`: device memory when it says so
-    /// (`__cuda_array_interface__`, DLPack on a CUDA device), else the
-    /// buffer protocol.
+    /// The bytes of `object`: the buffer protocol when its type has it (host
+    /// memory; asked first because it costs no failed attribute lookup),
+    /// else `__cuda_array_interface__`, else DLPack.
     pub(crate) fn from_object(object: &Bound<'_, PyAny>, access: Access) -> PyResult<Memory> {
-        if let Some(memory) = device::from_cuda_array_interface(object, access)? {
-            return Ok(memory);
+        if host::exports_buffers(object) {
+            if let Some(memory) = host::from_buffer_protocol(object, access)? {
+                return Ok(memory);
+            }
         }
-        if let Some(memory) = host::from_buffer_protocol(object, access)? {
+        if let Some(memory) = device::from_cuda_array_interface(object, access)? {
             return Ok(memory);
         }
         if let Some(memory) = device::from_dlpack(object, access)? {
