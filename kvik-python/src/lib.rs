@@ -32,5 +32,10 @@ fn _kvik(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(inspect::check, m)?)?;
     m.add_function(wrap_pyfunction!(inspect::validate_config, m)?)?;
     m.add_function(wrap_pyfunction!(inspect::plan, m)?)?;
+    // The batch read API (many small reads in one call, from the small-reads
+    // issue) registers here when kvik-policy has it: a `batch.rs` beside
+    // `file.rs`, taking a CuFile and a list of (buffer, file_offset, size)
+    // through `memory::Memory`, returning one future (and report) per read;
+    // `python/kvik/__init__.py` re-exports it next to CuFile.
     Ok(())
 }
