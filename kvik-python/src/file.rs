@@ -330,9 +330,7 @@ impl CuFile {
                 .detach(|| Request::start(handle, direction, memory, file_offset, last))
                 .map_err(|e| to_py_err(&e))?;
             future::wait(py, &request)?;
-            return request
-                .with_outcome(|outcome| future::result(py, &request, outcome))
-                .unwrap_or(Ok(0));
+            return future::result(py, &request);
         }
         let len = memory.len();
         let mut window = Window::new(memory, 0, len);

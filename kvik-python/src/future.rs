@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 
 use crate::convert::to_python;
 use crate::errors::to_py_err;
-use crate::request::{Failure, Outcome, Request};
+use crate::request::{Failure, Request};
 
 /// How often a waiting thread looks for Ctrl-C (Python runs signal handlers
 /// only when the main thread comes back to it).
@@ -47,9 +47,7 @@ impl IoFuture {
     /// called; a cancelled one raises `concurrent.futures.CancelledError`.
     fn get(&self, py: Python<'_>) -> PyResult<u64> {
         wait(py, &self.request)?;
-        self.request
-            .with_outcome(|outcome| result(py, &self.request, outcome))
-            .unwrap_or_else(|| Err(PyRuntimeError::new_err("the request has not finished")))
+        result(py, &self.request)
     }
 
     /// Whether the request has finished (successfully or not).
@@ -69,15 +67,11 @@ impl IoFuture {
     /// task, O_DIRECT use, and cuFile's own counters when cuFile was called.
     #[getter]
     fn report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.request
-            .with_outcome(|outcome| {
-                outcome
-                    .finished_report
-                    .as_ref()
-                    .map(|r| to_python(py, &**r))
-            })
-            .flatten()
-            .transpose()
+        let report = self
+            .request
+            .with_outcome(|outcome| outcome.report.clone())
+            .flatten();
+        report.map(|r| to_python(py, &*r)).transpose()
     }
 
     fn __repr__(&self) -> String {
@@ -105,25 +99,40 @@ pub(crate) fn wait(py: Python<'_>, request: &Request) -> PyResult<()> {
     }
 }
 
-/// The bytes moved, or the request's error.
-pub(crate) fn result(py: Python<'_>, request: &Request, outcome: &Outcome) -> PyResult<u64> {
-    match &outcome.error {
-        Some(Failure::Policy(e)) => return Err(to_py_err(e)),
-        Some(Failure::Panic(message)) => {
-            return Err(PyRuntimeError::new_err(format!(
-                "{}: the request panicked (a bug in kvik): {message}",
+/// How a finished request ended.
+enum Ending {
+    Bytes(u64),
+    Failed(PyErr),
+    Panicked(String),
+    Cancelled(u64),
+}
+
+/// The bytes a finished request moved, or its error.
+pub(crate) fn result(py: Python<'_>, request: &Request) -> PyResult<u64> {
+    let ending = request
+        .with_outcome(|outcome| match &outcome.error {
+            Some(Failure::Policy(e)) => Ending::Failed(to_py_err(e)),
+            Some(Failure::Panic(message)) => Ending::Panicked(message.clone()),
+            None if outcome.cancelled && !outcome.ended && outcome.bytes < outcome.requested => {
+                Ending::Cancelled(outcome.bytes)
+            }
+            None => Ending::Bytes(outcome.bytes),
+        })
+        .unwrap_or_else(|| Ending::Failed(PyRuntimeError::new_err("the request has not finished")));
+    // The request's description locks it: only now that the outcome is released.
+    match ending {
+        Ending::Bytes(n) => Ok(n),
+        Ending::Failed(e) => Err(e),
+        Ending::Panicked(message) => Err(PyRuntimeError::new_err(format!(
+            "{}: the request panicked (a bug in kvik): {message}",
+            request.what()
+        ))),
+        Ending::Cancelled(bytes) => {
+            let cancelled = py.import("concurrent.futures")?.getattr("CancelledError")?;
+            Err(PyErr::from_value(cancelled.call1((format!(
+                "{} was cancelled after {bytes} bytes",
                 request.what()
-            )));
+            ),))?))
         }
-        None => {}
     }
-    if outcome.cancelled && !outcome.ended && outcome.bytes < outcome.requested {
-        let cancelled = py.import("concurrent.futures")?.getattr("CancelledError")?;
-        return Err(PyErr::from_value(cancelled.call1((format!(
-            "{} was cancelled after {} bytes",
-            request.what(),
-            outcome.bytes
-        ),))?));
-    }
-    Ok(outcome.bytes)
 }

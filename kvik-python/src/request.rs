@@ -93,8 +93,6 @@ pub(crate) fn remember(slot: &LastReport, report: Arc<Report>) {
 pub(crate) struct Request {
     state: Mutex<State>,
     finished: Condvar,
-    /// `read of 4096 bytes at offset 0 of /data/x`, for messages.
-    what: String,
 }
 
 #[derive(Debug)]
@@ -127,10 +125,10 @@ pub(crate) struct Outcome {
     pub bytes: u64,
     /// A read met the end of the file: later windows count for nothing.
     pub ended: bool,
-    /// The report while windows are folded into it.
-    report: Option<Report>,
-    /// The report once the request has finished.
-    pub finished_report: Option<Arc<Report>>,
+    /// The windows' reports, folded as they finish.
+    folded: Option<Report>,
+    /// The report, once the request has finished.
+    pub report: Option<Arc<Report>>,
     pub error: Option<Failure>,
     pub cancelled: bool,
 }
@@ -153,18 +151,8 @@ impl Request {
         last_report: LastReport,
     ) -> kvik_policy::Result<Arc<Request>> {
         let window = usize::try_from(window_bytes(&file.settings()?)).unwrap_or(usize::MAX);
-        let what = format!(
-            "{} of {} bytes at offset {file_offset} of {}",
-            match direction {
-                Direction::Read => "read",
-                Direction::Write => "write",
-            },
-            memory.len(),
-            file.path().display()
-        );
         let memory_len = memory.len();
         let request = Arc::new(Request {
-            what,
             state: Mutex::new(State {
                 file,
                 direction,
@@ -244,8 +232,19 @@ impl Request {
         true
     }
 
-    pub(crate) fn what(&self) -> &str {
-        &self.what
+    /// `read of 4096 bytes at offset 0 of /data/x`, for messages.
+    pub(crate) fn what(&self) -> String {
+        let state = self.lock();
+        format!(
+            "{} of {} bytes at offset {} of {}",
+            match state.direction {
+                Direction::Read => "read",
+                Direction::Write => "write",
+            },
+            state.memory.len(),
+            state.file_offset,
+            state.file.path().display()
+        )
     }
 
     pub(crate) fn is_done(&self) -> bool {
@@ -332,8 +331,8 @@ impl State {
             out.bytes += transfer.bytes as u64;
             out.ended = transfer.bytes < window.len();
         }
-        match &mut out.report {
-            None => out.report = Some(Report::single(transfer.report)),
+        match &mut out.folded {
+            None => out.folded = Some(Report::single(transfer.report)),
             Some(report) => {
                 if report.cufile_windows.is_empty() {
                     report.cufile_windows.push(report.path.cufile.clone());
@@ -349,10 +348,10 @@ impl State {
     fn finish(&mut self) {
         self.done = true;
         self.outcome.cancelled = self.cancelled;
-        if let Some(report) = self.outcome.report.take() {
+        if let Some(report) = self.outcome.folded.take() {
             let report = Arc::new(report);
             remember(&self.last_report, report.clone());
-            self.outcome.finished_report = Some(report);
+            self.outcome.report = Some(report);
         }
     }
 }
