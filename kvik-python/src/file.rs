@@ -98,13 +98,12 @@ impl CuFile {
     #[pyo3(signature = (buf, size = None, file_offset = 0, task_size = None))]
     fn pread(
         &self,
-        py: Python<'_>,
         buf: &Bound<'_, PyAny>,
         size: Option<usize>,
         file_offset: u64,
         task_size: Option<u64>,
     ) -> PyResult<IoFuture> {
-        self.start(py, Direction::Read, buf, size, file_offset, task_size)
+        self.start(Direction::Read, buf, size, file_offset, task_size)
     }
 
     /// Write `buf` at `file_offset` in the background; returns an `IOFuture`
@@ -112,13 +111,12 @@ impl CuFile {
     #[pyo3(signature = (buf, size = None, file_offset = 0, task_size = None))]
     fn pwrite(
         &self,
-        py: Python<'_>,
         buf: &Bound<'_, PyAny>,
         size: Option<usize>,
         file_offset: u64,
         task_size: Option<u64>,
     ) -> PyResult<IoFuture> {
-        self.start(py, Direction::Write, buf, size, file_offset, task_size)
+        self.start(Direction::Write, buf, size, file_offset, task_size)
     }
 
     /// Read into `buf` from `file_offset` and return the bytes read (fewer
@@ -293,7 +291,6 @@ impl CuFile {
 
     fn start(
         &self,
-        py: Python<'_>,
         direction: Direction,
         buf: &Bound<'_, PyAny>,
         size: Option<usize>,
@@ -302,10 +299,15 @@ impl CuFile {
     ) -> PyResult<IoFuture> {
         let handle = self.handle_for(task_size)?;
         let memory = Self::memory(buf, direction, size)?;
-        let last = self.last_report.clone();
-        let request = py
-            .detach(|| Request::start(handle, direction, memory, file_offset, last))
-            .map_err(|e| to_py_err(&e))?;
+        // Starting only queues work on the pool: no need to release the GIL.
+        let request = Request::start(
+            handle,
+            direction,
+            memory,
+            file_offset,
+            self.last_report.clone(),
+        )
+        .map_err(|e| to_py_err(&e))?;
         Ok(IoFuture::new(request))
     }
 
@@ -325,10 +327,14 @@ impl CuFile {
         let memory = Self::memory(buf, direction, size)?;
         let settings = handle.settings().map_err(|e| to_py_err(&e))?;
         if memory.len() as u64 > request::window_bytes(&settings) {
-            let last = self.last_report.clone();
-            let request = py
-                .detach(|| Request::start(handle, direction, memory, file_offset, last))
-                .map_err(|e| to_py_err(&e))?;
+            let request = Request::start(
+                handle,
+                direction,
+                memory,
+                file_offset,
+                self.last_report.clone(),
+            )
+            .map_err(|e| to_py_err(&e))?;
             future::wait(py, &request)?;
             return future::result(py, &request);
         }

@@ -87,6 +87,9 @@ impl IoFuture {
 /// Wait for `request` with the GIL released, looking for Ctrl-C meanwhile;
 /// on Ctrl-C, cancel it, wait for the pieces in flight, and raise.
 pub(crate) fn wait(py: Python<'_>, request: &Request) -> PyResult<()> {
+    if request.is_done() {
+        return Ok(());
+    }
     loop {
         if py.detach(|| request.wait_for(SIGNAL_POLL)) {
             return Ok(());
