@@ -31,15 +31,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import kvik  # noqa: E402
-
-
-def parse_size(text: str) -> int:
-    units = {"kib": 1 << 10, "k": 1 << 10, "mib": 1 << 20, "m": 1 << 20, "gib": 1 << 30, "g": 1 << 30}
-    t = text.strip().lower()
-    for suffix, mult in sorted(units.items(), key=lambda kv: -len(kv[0])):
-        if t.endswith(suffix):
-            return int(float(t[: -len(suffix)]) * mult)
-    return int(t)
+from kvikio_bench import parse_size  # noqa: E402 (this directory)
 
 
 def summary(samples: list[float]) -> dict:
