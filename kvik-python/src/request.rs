@@ -277,12 +277,17 @@ impl Request {
     /// Look at the outcome of a finished request (`None` while running),
     /// releasing the buffers of the finished windows.
     pub(crate) fn with_outcome<R>(&self, f: impl FnOnce(&Outcome) -> R) -> Option<R> {
-        let mut state = self.lock();
-        if !state.done {
-            return None;
-        }
-        state.spent.clear();
-        Some(f(&state.outcome))
+        let (result, spent) = {
+            let mut state = self.lock();
+            if !state.done {
+                return None;
+            }
+            (f(&state.outcome), std::mem::take(&mut state.spent))
+        };
+        // Released outside the lock: dropping them runs Python (the exporter's
+        // buffer release).
+        drop(spent);
+        Some(result)
     }
 }
 
