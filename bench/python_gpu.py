@@ -230,12 +230,12 @@ def all_steps(args) -> int:
     file = os.path.join(args.dir, "kvik-python-gpu-1GiB.bin")
     threads = ",".join(str(t) for t in args.threads)
     rows = []
-    rows += run_step(["guide", "--impl", "kvik", "--file", file], 300)
-    rows += run_step(["guide", "--impl", "kvikio", "--file", file], 300)
-    rows += run_step(["exact", "--dir", args.dir], 300)
+    rows += run_step(["guide", "--impl", "kvik", "--file", file], 90)
+    rows += run_step(["guide", "--impl", "kvikio", "--file", file], 90)
+    rows += run_step(["exact", "--dir", args.dir], 90)
     for rep in range(args.rounds):
         for impl in ("kvik", "kvikio"):
-            rows += run_step(["speed", "--impl", impl, "--file", file, "--threads", threads, "--reps", str(args.reps)], 300)
+            rows += run_step(["speed", "--impl", impl, "--file", file, "--threads", threads, "--reps", str(args.reps)], 60)
     os.unlink(file)
 
     guides = {r["impl"]: r for r in rows if r.get("step") == "guide" and "impl" in r}

@@ -7,7 +7,8 @@
 #     target/python-venv/bin/pip download -d .gpu/py --only-binary=:all: \
 #         --python-version 3.12 --platform manylinux2014_x86_64 pytest
 # and KvikIO's wheels in .gpu/whl/ as for bench/gpu.sh. Then, on the GPU machine:
-#     OUT=/some/dir bash bench/python_gpu.sh
+#     OUT=/some/dir bash bench/python_gpu.sh [all|compare|overhead|pytest]
+# (all by default, about 6 minutes; the parts fit one 10-minute command each).
 #
 # Writes under $OUT: python-gpu.log (everything), python-gpu.json (the guide's
 # example through kvik and KvikIO, byte-exact CuPy/torch reads, ours vs KvikIO
@@ -16,9 +17,11 @@
 # required). About 6 minutes; every step has a timeout.
 set -u
 cd "$(dirname "$0")/.."
+PART=${1:-all}
 OUT=${OUT:-/tmp/kvik-out}
 mkdir -p "$OUT"
-exec > >(tee "$OUT/python-gpu.log") 2>&1
+exec > >(tee -a "$OUT/python-gpu.log") 2>&1
+want() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
 section() { printf '\n===== %s =====\n' "$*"; }
 DIR=${BENCH_DIR:-/root/kvik-python-gpu}
 mkdir -p "$DIR"
@@ -40,18 +43,24 @@ d=$(mountpoint -d /); mkdir -p /run/udev/data
 printf 'E:ID_FS_TYPE=ext4\nE:ID_FS_USAGE=filesystem\n' > /run/udev/data/b$d
 python3 -c 'import kvik, json; print(json.dumps(kvik.check("'"$DIR"'")["verdict"], indent=1))'
 
-section "the guide's example, byte-exact reads, ours vs KvikIO (bench/python_gpu.py all)"
-timeout 1500 python3 bench/python_gpu.py all --dir "$DIR" --out "$OUT/python-gpu.json"
-echo "exit=$?"
+if want compare; then
+  section "the guide's example, byte-exact reads, ours vs KvikIO (bench/python_gpu.py all)"
+  timeout 420 python3 bench/python_gpu.py all --dir "$DIR" --out "$OUT/python-gpu.json"
+  echo "exit=$?"
+fi
 
-section "Python overhead: the same calls from Python and from Rust (GPU memory, then host)"
-timeout 300 python3 bench/python_overhead.py --dir "$DIR" --memory cupy --json "$OUT/python-overhead-gpu.json"
-timeout 300 python3 bench/python_overhead.py --dir "$DIR" --memory host --json "$OUT/python-overhead-host.json"
+if want overhead; then
+  section "Python overhead: the same calls from Python and from Rust (GPU memory, then host)"
+  timeout 150 python3 bench/python_overhead.py --dir "$DIR" --memory cupy --json "$OUT/python-overhead-gpu.json"
+  timeout 150 python3 bench/python_overhead.py --dir "$DIR" --memory host --json "$OUT/python-overhead-host.json"
+fi
 
-section "pytest suite, GPU tests required (KVIK_REQUIRE_GPU=1)"
-if python3 -c 'import pytest' 2>/dev/null; then
-  KVIK_REQUIRE_GPU=1 timeout 600 python3 -m pytest kvik-python/tests -rs -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log" | tail -40
-else
-  echo "skipped: pytest is not installed here (carry its wheels in .gpu/py)"
+if want pytest; then
+  section "pytest suite, GPU tests required (KVIK_REQUIRE_GPU=1)"
+  if python3 -c 'import pytest' 2>/dev/null; then
+    KVIK_REQUIRE_GPU=1 timeout 300 python3 -m pytest kvik-python/tests -rs -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log" | tail -40
+  else
+    echo "skipped: pytest is not installed here (carry its wheels in .gpu/py)"
+  fi
 fi
 rm -rf "$DIR"
