@@ -244,6 +244,18 @@ impl<'a> DeviceSliceMut<'a> {
         }
     }
 
+    /// Device memory by address, on whichever GPU CUDA says it belongs to
+    /// (for memory described by another library: `__cuda_array_interface__`,
+    /// DLPack). An address CUDA does not know as device memory is an error.
+    ///
+    /// # Safety
+    /// As [`DeviceSliceMut::from_raw`].
+    pub unsafe fn locate(ptr: u64, len: usize) -> crate::Result<Self> {
+        let ordinal = locate_ordinal(ptr, len)?;
+        // SAFETY: the caller vouches for the memory; CUDA named its GPU.
+        Ok(unsafe { DeviceSliceMut::from_raw(ordinal, ptr, len) })
+    }
+
     /// Start requests only once the work queued on `stream` now is done.
     pub fn after(mut self, stream: Arc<CudaStream>) -> Self {
         self.after = Some(stream);
@@ -301,6 +313,16 @@ impl<'a> DeviceSlice<'a> {
         }
     }
 
+    /// Device memory by address, on whichever GPU CUDA says it belongs to.
+    ///
+    /// # Safety
+    /// As [`DeviceSlice::from_raw`].
+    pub unsafe fn locate(ptr: u64, len: usize) -> crate::Result<Self> {
+        let ordinal = locate_ordinal(ptr, len)?;
+        // SAFETY: the caller vouches for the memory; CUDA named its GPU.
+        Ok(unsafe { DeviceSlice::from_raw(ordinal, ptr, len) })
+    }
+
     /// Start requests only once the work queued on `stream` now is done.
     pub fn after(mut self, stream: Arc<CudaStream>) -> Self {
         self.after = Some(stream);
@@ -337,6 +359,24 @@ impl<'a> DeviceSlice<'a> {
     pub(crate) fn without_stream(mut self) -> Self {
         self.after = None;
         self
+    }
+}
+
+/// The GPU CUDA says `ptr` belongs to; an error when CUDA does not know it
+/// as device memory (or without a CUDA driver).
+fn locate_ordinal(ptr: u64, len: usize) -> crate::Result<u32> {
+    gds_core::cuda::probe()?;
+    match crate::gpu::pointer_info(ptr)?.memory {
+        MemoryKind::Device { ordinal } => Ok(ordinal),
+        MemoryKind::Host => Err(crate::Error::DeviceBuffer {
+            operation: crate::Operation::Read,
+            path: std::path::PathBuf::new(),
+            offset: 0,
+            ordinal: 0,
+            ptr,
+            len,
+            problem: "CUDA does not know this address as device memory".into(),
+        }),
     }
 }
 

@@ -398,6 +398,18 @@ impl FileHandle {
     }
 
     /// The path the file was opened with (named in reports and errors).
+    /// This file again, as a new handle under `options` (its own settings
+    /// and routing; `options`' mode must allow no more than this handle's
+    /// access): the same open file, never reopened by name, never truncated.
+    pub fn reopen_with(&self, options: &OpenOptions) -> Result<FileHandle> {
+        let file = self
+            .inner
+            .file
+            .try_clone()
+            .map_err(|source| open_error(&self.inner.path, options.mode, source))?;
+        options.adopt(file, &self.inner.path, self.inner.probe.clone())
+    }
+
     pub fn path(&self) -> &Path {
         &self.inner.path
     }

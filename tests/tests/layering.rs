@@ -1,5 +1,5 @@
 //! The stack's dependency rule: crates depend only on crates below them
-//! (kvik-cli → kvik-policy → gds-core → cufile-sys, cufile-config), so a user
+//! (kvik-cli, kvik-python → kvik-policy → gds-core → cufile-sys, cufile-config), so a user
 //! who validates configs builds no FFI and one who needs raw cuFile gets no
 //! thread pool. The test helpers (`kvik-test-support`) are a dev-dependency
 //! only: no library or binary a user builds contains them.
@@ -19,6 +19,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "kvik-cli",
+        &["kvik-policy", "gds-core", "cufile-sys", "cufile-config"],
+    ),
+    (
+        "kvik-python",
         &["kvik-policy", "gds-core", "cufile-sys", "cufile-config"],
     ),
     ("xtask", &["cufile-config"]),

@@ -1,6 +1,7 @@
 //! Developer tasks for the kvik-rs workspace. Run as `cargo xtask <task>`.
 
 mod codegen;
+mod test;
 mod validate_config;
 mod wheel;
 
@@ -38,6 +39,10 @@ enum Task {
     },
     /// Validate cufile.json files: compiler-style diagnostics, exit 1 on errors, 2 if unreadable.
     ValidateConfig(validate_config::Args),
+    /// Every test: `cargo test --workspace`, then the Python package's pytest suite in a
+    /// virtual environment under target/ (skipped, saying why, where Python is missing;
+    /// a failure then under KVIK_REQUIRE_PYTHON=1).
+    Test(test::Args),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +59,7 @@ fn main() -> ExitCode {
         }),
         Task::FetchLibcufile { version } => fetch_libcufile(&version),
         Task::ValidateConfig(args) => return validate_config::run(&args),
+        Task::Test(args) => test::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
