@@ -707,6 +707,8 @@ impl FileHandle {
             path: self.path(),
             buffered: self.buffered_file(),
             direct,
+            // Batch entries are small reads: the page cache serves them.
+            cold_direct: None,
             bounce_size: settings.bounce_buffer_size(),
         };
         Ok(BatchSetup { settings, fds })

@@ -100,7 +100,7 @@ impl serde::Serialize for OpenMode {
 }
 
 /// A finished request: the bytes moved and the path they took.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Transfer {
     /// Bytes moved: all of them, except for a read that met the end of the
     /// file (then the bytes before it).
@@ -859,19 +859,31 @@ impl Inner {
                 ),
             }
         };
+        // Cold tasks of a read may go around the page cache.
+        let cold_direct = match request.operation {
+            Operation::Read if direct.is_none() && settings.cold_reads_direct() => {
+                self.direct_descriptor().ok()
+            }
+            _ => None,
+        };
         let fds = Descriptors {
             path: &self.path,
             buffered: &self.file,
             direct,
+            cold_direct,
             bounce_size: settings.bounce_buffer_size(),
         };
         let totals = self.run(&plan, cancel, &|task| run(fds, task, cancel))?;
-        let status = match &totals.direct_refused {
-            Some(error) => DirectIoStatus::Refused {
+        let status = match (&totals.direct_refused, &totals.cold) {
+            (Some(error), _) => DirectIoStatus::Refused {
                 setting,
                 error: error.clone(),
             },
-            None => status,
+            (None, Some(first)) => DirectIoStatus::ColdReads {
+                direct_tasks: totals.cold_direct_tasks,
+                first: first.clone(),
+            },
+            (None, None) => status,
         };
         let direct_io = DirectIoUse {
             status,

@@ -38,7 +38,7 @@ impl fmt::Display for Operation {
 }
 
 /// The path one request took.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PathReport {
     pub operation: Operation,
     #[serde(serialize_with = "crate::path_serde::serialize")]
@@ -55,7 +55,7 @@ pub struct PathReport {
 }
 
 /// kvik-policy's decisions for one request.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct KvikLayer {
     /// How the file was routed when it opened.
     pub file: FileRouting,
@@ -75,7 +75,7 @@ pub struct KvikLayer {
 }
 
 /// Whether host I/O used O_DIRECT for the page-aligned middle of each task.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct DirectIoUse {
     pub status: DirectIoStatus,
     /// Bytes moved with O_DIRECT (the rest went through the page cache).
@@ -84,7 +84,7 @@ pub struct DirectIoUse {
 
 /// Why O_DIRECT was or was not used.
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum DirectIoStatus {
     /// The setting (`auto_direct_io_read` / `_write`) is off.
@@ -106,6 +106,13 @@ pub enum DirectIoStatus {
     /// Device memory: cuFile opens its own O_DIRECT descriptor, and the
     /// bounce-buffer path reads through the page cache.
     NotForDeviceMemory,
+    /// Off for the request, but cold tasks (`cold_reads_direct`) were
+    /// judged one by one: `direct_tasks` read with O_DIRECT; `first` is the
+    /// first judgement, with its evidence.
+    ColdReads {
+        direct_tasks: u64,
+        first: crate::residency::ReadPathDecision,
+    },
 }
 
 impl fmt::Display for DirectIoStatus {
@@ -128,6 +135,14 @@ impl fmt::Display for DirectIoStatus {
             DirectIoStatus::NotForDeviceMemory => {
                 f.write_str("not used for device memory (cuFile opens its own O_DIRECT descriptor)")
             }
+            DirectIoStatus::ColdReads {
+                direct_tasks,
+                first,
+            } => write!(
+                f,
+                "cold reads: {direct_tasks} task{} with O_DIRECT (cold_reads_direct); first: {first}",
+                if *direct_tasks == 1 { "" } else { "s" }
+            ),
         }
     }
 }

@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::buffer::BounceBuffer;
 use crate::error::{Error, Result};
 use crate::path_report::Operation;
+use crate::residency::{self, ColdReadPolicy, ReadPath, ReadPathDecision};
 use crate::task::page_size;
 use crate::task_runner::TaskOutcome;
 
@@ -38,6 +39,8 @@ pub(crate) struct Descriptors<'a> {
     pub buffered: &'a File,
     /// Present when this request may use O_DIRECT.
     pub direct: Option<&'a File>,
+    /// Present when cold tasks of a read may switch to O_DIRECT.
+    pub cold_direct: Option<&'a File>,
     /// Bounce buffer size for unaligned memory (rounded down to pages).
     pub bounce_size: u64,
 }
@@ -106,7 +109,62 @@ pub(crate) fn io_error(
 }
 
 /// Read `buf.len()` bytes at `offset` (fewer at end of file).
+///
+/// A cold task (its first page is not in the page cache, and the page
+/// cache holds at most a quarter of its range: [`residency`]) of at least
+/// 1 MiB reads with O_DIRECT when the handle offers a descriptor for that
+/// (`Descriptors::cold_direct`): parallel O_DIRECT reads keep the disk
+/// busier than the page cache's readahead. A hot task never pays more than
+/// one non-blocking read of a page to find out.
 pub(crate) fn read(
+    mut fds: Descriptors<'_>,
+    buf: &mut [u8],
+    offset: u64,
+    cancel: &AtomicBool,
+) -> Result<TaskOutcome> {
+    let mut cold = None;
+    if fds.direct.is_none() {
+        let (direct, decision) = cold_read(fds.buffered, fds.cold_direct, offset, buf.len());
+        fds.direct = direct;
+        cold = decision;
+    }
+    let mut outcome = read_with(fds, buf, offset, cancel)?;
+    outcome.cold = cold;
+    Ok(outcome)
+}
+
+/// Whether a read of `len` bytes at `offset` is cold enough to go around
+/// the page cache through `cold_direct`: the descriptor to read with (when
+/// so), and the judgement (when the range was judged: a task of at least
+/// 1 MiB whose first page is not cached).
+pub(crate) fn cold_read<'f>(
+    buffered: &File,
+    cold_direct: Option<&'f File>,
+    offset: u64,
+    len: usize,
+) -> (Option<&'f File>, Option<ReadPathDecision>) {
+    let Some(direct) = cold_direct else {
+        return (None, None);
+    };
+    if (len as u64) < ColdReadPolicy::DEFAULT.min_direct_bytes
+        || first_page_cached(buffered, offset)
+    {
+        return (None, None);
+    }
+    let decision = residency::decide_for(buffered, offset, len as u64, &ColdReadPolicy::DEFAULT);
+    let direct = (decision.path == ReadPath::Direct).then_some(direct);
+    (direct, Some(decision))
+}
+
+/// Whether the page at `offset` is in the page cache (a non-blocking read
+/// of it says; end of file counts as cached: there is nothing to fetch).
+fn first_page_cached(file: &File, offset: u64) -> bool {
+    let mut page = [0u8; 4096];
+    let len = (page_size() as usize).min(page.len());
+    read_cached(file, &mut page[..len], offset).is_some()
+}
+
+fn read_with(
     fds: Descriptors<'_>,
     buf: &mut [u8],
     offset: u64,

@@ -18,17 +18,19 @@ use crate::plan::Execution;
 use crate::task::{Task, TaskSplit};
 
 /// What one task did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct TaskOutcome {
     pub bytes: u64,
     /// Of which with O_DIRECT.
     pub direct_bytes: u64,
     /// O_DIRECT was refused mid-task (the OS error), so the rest went buffered.
     pub direct_refused: Option<String>,
+    /// The task found its range cold, and what was decided.
+    pub cold: Option<crate::residency::ReadPathDecision>,
 }
 
 /// What all the tasks of a request did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Totals {
     /// Bytes moved from the start of the request without a gap: up to the
     /// first task that came up short (a read that met the end of the file);
@@ -36,6 +38,10 @@ pub(crate) struct Totals {
     pub bytes: u64,
     pub direct_bytes: u64,
     pub direct_refused: Option<String>,
+    /// The first cold-read decision of the request's tasks, and how many
+    /// tasks decided for O_DIRECT.
+    pub cold: Option<crate::residency::ReadPathDecision>,
+    pub cold_direct_tasks: u64,
 }
 
 /// A worker's own account, merged once when it stops.
@@ -43,6 +49,8 @@ pub(crate) struct Totals {
 struct Account {
     direct_bytes: u64,
     direct_refused: Option<String>,
+    cold: Option<crate::residency::ReadPathDecision>,
+    cold_direct_tasks: u64,
     /// The first task (by index) that moved fewer bytes than its size.
     first_short: Option<(u64, Task, u64)>,
 }
@@ -50,6 +58,12 @@ struct Account {
 impl Account {
     fn add(&mut self, index: u64, task: Task, outcome: TaskOutcome) {
         self.direct_bytes += outcome.direct_bytes;
+        if let Some(decision) = outcome.cold {
+            if decision.path == crate::residency::ReadPath::Direct {
+                self.cold_direct_tasks += 1;
+            }
+            self.cold.get_or_insert(decision);
+        }
         if self.direct_refused.is_none() {
             self.direct_refused = outcome.direct_refused;
         }
@@ -60,6 +74,10 @@ impl Account {
 
     fn merge(&mut self, other: Account) {
         self.direct_bytes += other.direct_bytes;
+        self.cold_direct_tasks += other.cold_direct_tasks;
+        if self.cold.is_none() {
+            self.cold = other.cold;
+        }
         if self.direct_refused.is_none() {
             self.direct_refused = other.direct_refused;
         }
@@ -132,6 +150,8 @@ pub(crate) fn run_tasks(
         bytes,
         direct_bytes: account.direct_bytes,
         direct_refused: account.direct_refused,
+        cold: account.cold,
+        cold_direct_tasks: account.cold_direct_tasks,
     })
 }
 

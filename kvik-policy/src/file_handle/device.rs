@@ -92,11 +92,28 @@ impl Inner {
             _ => {
                 let chunk = gpu::staging_chunk(settings);
                 let copies = Mutex::new(StagedCopies::default());
+                // Cold ranges of a read are read with O_DIRECT into the
+                // (page-aligned) pinned buffers.
+                let cold_direct = match request.operation {
+                    Operation::Read if settings.cold_reads_direct() => {
+                        self.direct_descriptor().ok()
+                    }
+                    _ => None,
+                };
                 let run = |t: crate::task::Task| -> Result<TaskOutcome> {
                     let memory = DeviceRange {
                         ordinal: range.ordinal,
                         ptr: range.ptr + t.buffer_offset,
                         len: t.size as usize,
+                    };
+                    let (direct, cold) = match request.operation {
+                        Operation::Read => crate::posix::cold_read(
+                            &self.file,
+                            cold_direct,
+                            t.file_offset,
+                            memory.len,
+                        ),
+                        Operation::Write => (None, None),
                     };
                     // SAFETY: `memory` lies inside the request's range, which
                     // was checked above; tasks of one split do not overlap.
@@ -105,6 +122,7 @@ impl Inner {
                             Operation::Read => {
                                 let (n, in_flight) = gpu::read_to_device(
                                     &self.file,
+                                    direct,
                                     &self.path,
                                     t.file_offset,
                                     memory,
@@ -127,6 +145,8 @@ impl Inner {
                     };
                     Ok(TaskOutcome {
                         bytes: bytes as u64,
+                        direct_bytes: if direct.is_some() { bytes as u64 } else { 0 },
+                        cold,
                         ..Default::default()
                     })
                 };
@@ -140,6 +160,16 @@ impl Inner {
                 landed?;
                 let layer = CuFileLayer::NotCalled {
                     reason: NotCalledReason::PosixRoute,
+                };
+                let direct_io = match &totals.cold {
+                    Some(first) => DirectIoUse {
+                        status: DirectIoStatus::ColdReads {
+                            direct_tasks: totals.cold_direct_tasks,
+                            first: first.clone(),
+                        },
+                        bytes: totals.direct_bytes,
+                    },
+                    None => direct_io,
                 };
                 Ok(self.report(&plan, &totals, direct_io, layer))
             }

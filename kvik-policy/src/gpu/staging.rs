@@ -204,8 +204,51 @@ fn pread_full(file: &File, buf: &mut [u8], offset: u64, path: &Path) -> Result<u
     Ok(done)
 }
 
+/// `pread` of `want` bytes into the pinned `buffer` through the O_DIRECT
+/// descriptor `direct`: offsets and lengths rounded to whole pages (the
+/// buffer is page-aligned and a whole number of pages), the count capped at
+/// `want`. `None` when O_DIRECT cannot take this read (an unaligned
+/// offset, or the filesystem refused it): the caller reads buffered.
+fn pread_direct(
+    direct: &File,
+    buffer: &mut [u8],
+    want: usize,
+    offset: u64,
+    path: &Path,
+) -> Option<Result<usize, Error>> {
+    let page = crate::task::page_size() as usize;
+    if offset % page as u64 != 0 {
+        return None;
+    }
+    let len = want.next_multiple_of(page).min(buffer.len());
+    if len < want {
+        return None;
+    }
+    let mut done = 0;
+    while done < len {
+        match direct.read_at(&mut buffer[done..len], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => {
+                done += n;
+                // A short O_DIRECT read ends at the end of the file.
+                if n % page != 0 {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && done == 0 => return None,
+            Err(e) => {
+                let at = offset + done as u64;
+                return Some(Err(io_error(Operation::Read, "pread", path, at, e)));
+            }
+        }
+    }
+    Some(Ok(done.min(want)))
+}
+
 /// Read `dst.len` bytes at `file_offset` into device memory `dst` through
-/// this worker's pinned buffers, `chunk` bytes at a time. Returns the bytes
+/// this worker's pinned buffers, `chunk` bytes at a time; with `direct`
+/// (a cold range), the preads go through that O_DIRECT descriptor. Returns the bytes
 /// read (short at end of file) and the copies in flight. On an error, the
 /// copies already queued have landed before it returns.
 ///
@@ -214,6 +257,7 @@ fn pread_full(file: &File, buf: &mut [u8], offset: u64, path: &Path) -> Result<u
 /// else until the returned copies have been waited for.
 pub(crate) unsafe fn read_to_device(
     file: &File,
+    direct: Option<&File>,
     path: &Path,
     file_offset: u64,
     dst: DeviceRange,
@@ -227,8 +271,13 @@ pub(crate) unsafe fn read_to_device(
         let mut step = || -> Result<bool, Error> {
             let want = chunk.min(size - done);
             let buffer = staging.next_buffer()?;
-            let host = buffer.host.slice_mut(want);
-            let n = pread_full(file, host, file_offset + done as u64, path)?;
+            let at = file_offset + done as u64;
+            let whole = buffer.host.slice_mut(chunk);
+            let n = match direct.and_then(|d| pread_direct(d, whole, want, at, path)) {
+                Some(n) => n?,
+                None => pread_full(file, &mut whole[..want], at, path)?,
+            };
+            let host = &whole[..n];
             if n > 0 {
                 // SAFETY: the caller guarantees `dst` is device memory of
                 // its GPU; the host buffer stays untouched until the event

@@ -47,6 +47,16 @@ fn staged_reads_and_writes_round_trip_through_device_memory() {
     // 4 threads, 4 MiB tasks, 1 MiB chunks: every task crosses chunks, and
     // every worker overlaps tasks.
     let file = std::fs::File::open(&src).unwrap();
+    // Every other task through O_DIRECT (the cold-read path), where the
+    // filesystem takes it.
+    let direct = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&src)
+            .ok()
+    };
     let task = 4 * MIB;
     let starts: Vec<usize> = (0..len).step_by(task).collect();
     let mut copies = StagedCopies::default();
@@ -55,6 +65,7 @@ fn staged_reads_and_writes_round_trip_through_device_memory() {
             .chunks(starts.len().div_ceil(4))
             .map(|mine| {
                 let file = &file;
+                let direct = direct.as_ref();
                 let src = src.clone();
                 scope.spawn(move || {
                     let mut copies = StagedCopies::default();
@@ -65,6 +76,7 @@ fn staged_reads_and_writes_round_trip_through_device_memory() {
                         let (got, c) = unsafe {
                             gpu::read_to_device(
                                 file,
+                                direct.filter(|_| (start / task) % 2 == 1),
                                 &src,
                                 start as u64,
                                 range(base + start as u64, size),
@@ -97,13 +109,42 @@ fn staged_reads_and_writes_round_trip_through_device_memory() {
     // (Into the spare MiB past `len`, so the round trip below is unaffected.)
     let spare = base + len as u64;
     // SAFETY: the spare MiB of the allocation.
-    let (n, c) =
-        unsafe { gpu::read_to_device(&file, &src, (len - 100) as u64, range(spare, 4096), MIB) }
-            .unwrap();
+    let (n, c) = unsafe {
+        gpu::read_to_device(
+            &file,
+            None,
+            &src,
+            (len - 100) as u64,
+            range(spare, 4096),
+            MIB,
+        )
+    }
+    .unwrap();
     c.wait().unwrap();
     assert_eq!(n, 100);
     let tail = stream.clone_dtoh(&device.slice(len..len + 100)).unwrap();
     assert_eq!(tail, data[len - 100..]);
+    // The same through O_DIRECT, from the last whole page: whole pages are
+    // read, the count stops at the end of the file.
+    if let Some(direct) = direct.as_ref() {
+        let from = len / 4096 * 4096;
+        // SAFETY: the spare MiB of the allocation.
+        let (n, c) = unsafe {
+            gpu::read_to_device(
+                &file,
+                Some(direct),
+                &src,
+                from as u64,
+                range(spare, 8192),
+                MIB,
+            )
+        }
+        .unwrap();
+        c.wait().unwrap();
+        assert_eq!(n, len - from);
+        let tail = stream.clone_dtoh(&device.slice(len..len + n)).unwrap();
+        assert_eq!(tail, data[from..]);
+    }
 
     // And back to a file, through the same buffers.
     let dst_file = TestFile::new("kvik-staging-dst", &[]);
