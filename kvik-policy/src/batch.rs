@@ -656,11 +656,7 @@ impl FileHandle {
             }
             BufMut::Device(d) => {
                 // Work queued on the memory's own stream finishes first.
-                if let Some(stream) = d.after_stream() {
-                    stream
-                        .synchronize()
-                        .map_err(|e| crate::gpu::cuda_error("cuStreamSynchronize", e.0 as u32))?;
-                }
+                d.wait_for_stream()?;
                 crate::gpu::gather::read_batch(self, d.range(), ranges)
             }
         }

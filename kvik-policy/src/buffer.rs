@@ -296,6 +296,17 @@ impl<'a> DeviceSliceMut<'a> {
         self.after = None;
         self
     }
+
+    /// Block until the work queued on the memory's stream (if it names
+    /// one) is done: what a request does before touching the memory.
+    pub fn wait_for_stream(&self) -> crate::Result<()> {
+        match &self.after {
+            Some(stream) => stream
+                .synchronize()
+                .map_err(|e| crate::gpu::cuda_error("cuStreamSynchronize", e.0 as u32)),
+            None => Ok(()),
+        }
+    }
 }
 
 impl<'a> DeviceSlice<'a> {

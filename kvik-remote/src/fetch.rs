@@ -48,6 +48,7 @@ pub(crate) async fn get_range(
         read_body(endpoint, range, log, &dest)
     })
     .await?;
+    dest.finish()?;
     Ok(RequestReport {
         range,
         bytes,

@@ -3,11 +3,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use kvik_policy::{BufMut, IoBufferMut, Settings};
+use kvik_policy::{BufMut, IoBufferMut, MemoryKind, Settings};
 
 use crate::endpoint::{self, Endpoint, S3Options, Target};
 use crate::error::{Error, Result};
-use crate::read::{PendingRead, Plan, RemoteTransfer};
+use crate::read::{Memory, PendingRead, Plan, RemoteTransfer};
 use crate::report::EndpointKind;
 use crate::settings::RemoteSettings;
 
@@ -271,45 +271,60 @@ impl RemoteFile {
         buf: impl Into<BufMut<'a>>,
         offset: u64,
     ) -> Result<RemoteTransfer> {
-        let host = self.host_memory(buf.into())?;
-        let plan = self.plan(offset, host.len() as u64)?;
+        let target = self.target(buf.into())?;
+        let plan = self.plan(offset, target.len() as u64, target.memory())?;
         if plan.len == 0 {
             return Ok(self.empty(plan));
         }
-        crate::read::read_blocking(self.inner.clone(), plan, host)
+        crate::read::read_blocking(self.inner.clone(), plan, target)
     }
 
     /// Read into `buf` in the background (its whole length, at `offset`);
     /// the buffer comes back with the result.
     pub fn pread<B: IoBufferMut>(&self, mut buf: B, offset: u64) -> PendingRead<B> {
-        let len = match self.host_memory(buf.as_buf_mut()) {
-            Ok(host) => host.len() as u64,
+        let (len, memory) = match self.target(buf.as_buf_mut()) {
+            Ok(target) => (target.len() as u64, target.memory()),
             Err(error) => return PendingRead::failed(error),
         };
-        let plan = match self.plan(offset, len) {
+        let plan = match self.plan(offset, len, memory) {
             Ok(plan) => plan,
             Err(error) => return PendingRead::failed(error),
         };
         if plan.len == 0 {
             return PendingRead::ready(Ok((self.empty(plan), buf)));
         }
-        PendingRead::start(self.inner.clone(), plan, buf, |b| match b.as_buf_mut() {
-            BufMut::Host(host) => host,
-            _ => unreachable!("checked to be host memory above"),
+        let file = self.clone();
+        PendingRead::start(self.inner.clone(), plan, buf, move |b| {
+            file.target(b.as_buf_mut())
+                .expect("the same buffer was accepted above")
         })
     }
 
-    fn host_memory<'a>(&self, buf: BufMut<'a>) -> Result<&'a mut [u8]> {
+    /// The memory a read fills: host memory as it is; device memory after
+    /// the work queued on its stream, staged through pinned buffers.
+    fn target<'a>(&self, buf: BufMut<'a>) -> Result<Memory<'a>> {
         match buf {
-            BufMut::Host(host) => Ok(host),
-            // Next step: kvik-policy's pinned staging entry point (see `sink`).
+            BufMut::Host(host) => Ok(Memory::Host(host)),
+            BufMut::Device(d) => {
+                // A GPU must answer (this probes for one), and the memory's
+                // queued work must be done.
+                kvik_policy::gpu::context(d.range().ordinal)?;
+                d.wait_for_stream()?;
+                let settings = Settings::global()?;
+                let staging = settings.bounce_buffer_size().min(settings.task_size()) as usize;
+                Ok(Memory::Device {
+                    range: d.range(),
+                    staging,
+                    _memory: std::marker::PhantomData,
+                })
+            }
             _ => Err(Error::DeviceMemoryUnsupported {
                 url: self.url().to_string(),
             }),
         }
     }
 
-    fn plan(&self, offset: u64, len: u64) -> Result<Plan> {
+    fn plan(&self, offset: u64, len: u64, memory: MemoryKind) -> Result<Plan> {
         let nbytes = self.inner.nbytes;
         if offset.checked_add(len).is_none_or(|end| end > nbytes) {
             return Err(Error::PastEnd {
@@ -325,6 +340,7 @@ impl RemoteFile {
             len,
             task_size: self.inner.task_size.unwrap_or(settings.task_size()),
             max_in_flight: self.inner.max_in_flight.unwrap_or(settings.num_threads()),
+            memory,
         })
     }
 

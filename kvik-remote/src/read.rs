@@ -41,6 +41,51 @@ pub(crate) struct Plan {
     pub len: u64,
     pub task_size: u64,
     pub max_in_flight: usize,
+    /// Where the bytes go.
+    pub memory: MemoryKind,
+}
+
+/// The memory a read fills.
+#[derive(Debug)]
+pub(crate) enum Memory<'a> {
+    Host(&'a mut [u8]),
+    /// Device memory, checked and vouched for by the caller's typed buffer;
+    /// staged through pinned buffers of `staging` bytes.
+    Device {
+        range: kvik_policy::DeviceRange,
+        staging: usize,
+        _memory: PhantomData<&'a mut [u8]>,
+    },
+}
+
+impl Memory<'_> {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Memory::Host(host) => host.len(),
+            Memory::Device { range, .. } => range.len,
+        }
+    }
+
+    pub(crate) fn memory(&self) -> MemoryKind {
+        match self {
+            Memory::Host(_) => MemoryKind::Host,
+            Memory::Device { range, .. } => MemoryKind::Device {
+                ordinal: range.ordinal,
+            },
+        }
+    }
+
+    /// # Safety
+    /// The memory must stay valid and untouched by anyone else until every
+    /// worker of the read using the result is gone.
+    unsafe fn dest(self) -> HostDest {
+        match self {
+            // SAFETY: the caller's contract.
+            Memory::Host(host) => unsafe { HostDest::new(host.as_mut_ptr(), host.len()) },
+            // SAFETY: the caller's contract.
+            Memory::Device { range, staging, .. } => unsafe { HostDest::device(range, staging) },
+        }
+    }
 }
 
 struct Job {
@@ -231,17 +276,17 @@ fn start(
     Ok(job)
 }
 
-/// Read into borrowed host memory and wait.
+/// Read into borrowed memory and wait.
 pub(crate) fn read_blocking(
     file: Arc<FileInner>,
     plan: Plan,
-    buf: &mut [u8],
+    target: Memory<'_>,
 ) -> Result<RemoteTransfer> {
-    let (ptr, len) = (buf.as_mut_ptr(), buf.len());
-    // SAFETY: `buf` is borrowed mutably for this whole call, and the call
-    // returns only after the job's outcome is set (`wait`), that is after
-    // every worker writing to it is gone.
-    let job = start(file, plan, |_| unsafe { HostDest::new(ptr, len) }, None)?;
+    // SAFETY: the memory is borrowed mutably for this whole call, and the
+    // call returns only after the job's outcome is set (`wait`), that is
+    // after every worker writing to it is gone.
+    let dest = unsafe { target.dest() };
+    let job = start(file, plan, |_| dest, None)?;
     wait(&job).map(|(transfer, _)| transfer)
 }
 
@@ -296,7 +341,7 @@ impl<B: Send + 'static> PendingRead<B> {
         file: Arc<FileInner>,
         plan: Plan,
         buffer: B,
-        memory: impl FnOnce(&mut B) -> &mut [u8],
+        memory: impl FnOnce(&mut B) -> Memory<'_>,
     ) -> PendingRead<B> {
         let owned: Box<dyn Any + Send> = Box::new(buffer);
         let dest = |state: &mut State| {
@@ -305,11 +350,10 @@ impl<B: Send + 'static> PendingRead<B> {
                 .as_mut()
                 .and_then(|b| b.downcast_mut::<B>())
                 .expect("the buffer is in the job");
-            let memory = memory(buffer);
             // SAFETY: the buffer stays in the job, unmoved, until the outcome is
             // set (after every worker is gone); only then does `take` hand it
             // back. Nothing else reaches it meanwhile.
-            unsafe { HostDest::new(memory.as_mut_ptr(), memory.len()) }
+            unsafe { memory(buffer).dest() }
         };
         match start(file, plan, dest, Some(owned)) {
             Ok(job) => PendingRead {
@@ -431,7 +475,7 @@ pub(crate) fn report(
         requested_bytes: plan.len,
         bytes: requests.iter().map(|r| r.bytes).sum(),
         object_size: file.nbytes,
-        memory: MemoryKind::Host,
+        memory: plan.memory,
         task_size: plan.task_size,
         // No more GETs are in flight than there are.
         max_in_flight: plan.max_in_flight.min(requests.len()),

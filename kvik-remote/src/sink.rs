@@ -4,17 +4,23 @@
 //! copying its body into its own part of the caller's memory as chunks
 //! arrive: one copy, in parallel, and no whole-range buffering.
 //!
-//! Today that memory is host memory ([`HostDest`]). Device memory fits the
-//! same shape: a `TaskDest` that hands each chunk to kvik-policy's "copy
-//! these host bytes into this device buffer at this offset through pinned
-//! staging" entry point instead of `copy_nonoverlapping`; nothing else in
-//! the read changes.
+//! Host memory is written in place; device memory through kvik-policy's
+//! [`DeviceUpload`]: each task gathers its chunks into pinned staging
+//! buffers and copies them to the device while the next ones arrive, and
+//! the task ends only when its bytes are in device memory.
 
-/// Host memory one read fills, shared by the read's workers.
+use std::sync::Mutex;
+
+use kvik_policy::DeviceRange;
+use kvik_policy::gpu::DeviceUpload;
+
+/// The memory one read fills, shared by the read's workers.
 #[derive(Debug)]
 pub(crate) struct HostDest {
     ptr: *mut u8,
     len: usize,
+    /// Device memory (`ptr` is then its address), with the staging size.
+    device: Option<(u32, usize)>,
 }
 
 // SAFETY: a HostDest is only written through `TaskDest::put`, each task to
@@ -32,7 +38,23 @@ impl HostDest {
     /// or write it, until this `HostDest` and every [`TaskDest`] made from
     /// it are dropped.
     pub(crate) unsafe fn new(ptr: *mut u8, len: usize) -> HostDest {
-        HostDest { ptr, len }
+        HostDest {
+            ptr,
+            len,
+            device: None,
+        }
+    }
+
+    /// Device memory `range`, staged `staging` bytes at a time.
+    ///
+    /// # Safety
+    /// As [`HostDest::new`], for device memory of the range's GPU.
+    pub(crate) unsafe fn device(range: DeviceRange, staging: usize) -> HostDest {
+        HostDest {
+            ptr: range.ptr as *mut u8,
+            len: range.len,
+            device: Some((range.ordinal, staging)),
+        }
     }
 
     /// The part `start..start + len` of the memory, for one task. The read
@@ -49,10 +71,21 @@ impl HostDest {
             "task {start}+{len} outside a buffer of {}",
             self.len
         );
+        let upload = self.device.map(|(ordinal, staging)| {
+            let range = DeviceRange {
+                ordinal,
+                ptr: self.ptr as u64 + start as u64,
+                len,
+            };
+            // SAFETY: a part of device memory `HostDest::device`'s caller
+            // vouched for, which no other task writes (disjoint parts).
+            Mutex::new(unsafe { DeviceUpload::new(range, staging) })
+        });
         TaskDest {
             dest: self,
             start,
             len,
+            upload,
         }
     }
 }
@@ -63,6 +96,9 @@ pub(crate) struct TaskDest<'a> {
     dest: &'a HostDest,
     start: usize,
     len: usize,
+    /// For device memory: the upload, or why it failed (kept until
+    /// [`TaskDest::finish`] reports it).
+    upload: Option<Mutex<kvik_policy::Result<DeviceUpload>>>,
 }
 
 impl TaskDest<'_> {
@@ -78,6 +114,15 @@ impl TaskDest<'_> {
             bytes.len(),
             self.len
         );
+        if let Some(upload) = &self.upload {
+            let mut upload = upload.lock().unwrap_or_else(|p| p.into_inner());
+            if let Ok(u) = upload.as_mut()
+                && let Err(e) = u.write(at as u64, bytes)
+            {
+                *upload = Err(e);
+            }
+            return;
+        }
         // SAFETY: inside this task's part (checked above), which is inside the
         // memory (checked in `task`); the memory is valid for writes and no one
         // else touches this part (`HostDest::new`'s contract, disjoint tasks).
@@ -88,5 +133,19 @@ impl TaskDest<'_> {
                 bytes.len(),
             )
         };
+    }
+}
+
+impl TaskDest<'_> {
+    /// The part is complete: for device memory, wait until every byte has
+    /// landed (or say why it could not).
+    pub(crate) fn finish(self) -> kvik_policy::Result<()> {
+        match self.upload {
+            None => Ok(()),
+            Some(upload) => upload
+                .into_inner()
+                .unwrap_or_else(|p| p.into_inner())?
+                .finish(),
+        }
     }
 }

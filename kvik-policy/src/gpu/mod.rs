@@ -17,12 +17,14 @@ mod pointer;
 mod staging;
 #[cfg(test)]
 mod tests;
+mod upload;
 
 pub use context::context;
 pub use pointer::PointerInfo;
 pub(crate) use pointer::pointer_info;
 pub use staging::prepare;
 pub(crate) use staging::{StagedCopies, read_to_device, staging_chunk, write_from_device};
+pub use upload::DeviceUpload;
 
 use crate::error::Error;
 

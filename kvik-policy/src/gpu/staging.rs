@@ -27,14 +27,14 @@ use crate::path_report::Operation;
 use crate::posix::io_error;
 
 /// Pinned, page-aligned host memory (`cuMemHostAlloc`, portable).
-struct PinnedBuffer {
+pub(super) struct PinnedBuffer {
     ptr: *mut u8,
     len: usize,
     ctx: Arc<CudaContext>,
 }
 
 impl PinnedBuffer {
-    fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<PinnedBuffer, Error> {
+    pub(super) fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<PinnedBuffer, Error> {
         ctx.bind_to_thread()
             .map_err(|e| super::driver_error("cuCtxSetCurrent", e))?;
         let mut ptr: *mut c_void = std::ptr::null_mut();
@@ -49,7 +49,7 @@ impl PinnedBuffer {
         })
     }
 
-    fn slice_mut(&mut self, len: usize) -> &mut [u8] {
+    pub(super) fn slice_mut(&mut self, len: usize) -> &mut [u8] {
         // SAFETY: `len <= self.len` (callers pass at most the chunk size),
         // the memory is ours and no copy uses it (the caller waited).
         unsafe { std::slice::from_raw_parts_mut(self.ptr, len.min(self.len)) }
@@ -64,9 +64,22 @@ impl Drop for PinnedBuffer {
     }
 }
 
-struct StagingBuffer {
-    host: PinnedBuffer,
-    copied: Event,
+pub(super) struct StagingBuffer {
+    pub(super) host: PinnedBuffer,
+    pub(super) copied: Event,
+}
+
+// SAFETY: the pinned allocation is owned (freed once, on drop) and only
+// touched by whoever holds the buffer; CUDA allows any thread to use it.
+unsafe impl Send for StagingBuffer {}
+
+impl StagingBuffer {
+    pub(super) fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<StagingBuffer, Error> {
+        Ok(StagingBuffer {
+            host: PinnedBuffer::new(ctx, len)?,
+            copied: Event::new(ctx)?,
+        })
+    }
 }
 
 /// One worker's staging state for one GPU and chunk size.
@@ -85,12 +98,7 @@ impl Staging {
         let stream = ctx
             .new_stream()
             .map_err(|e| super::driver_error("cuStreamCreate", e))?;
-        let buffer = || -> Result<StagingBuffer, Error> {
-            Ok(StagingBuffer {
-                host: PinnedBuffer::new(&ctx, chunk)?,
-                copied: Event::new(&ctx)?,
-            })
-        };
+        let buffer = || StagingBuffer::new(&ctx, chunk);
         let buffers = [buffer()?, buffer()?];
         Ok(Staging {
             ordinal,
