@@ -17,7 +17,7 @@
 #   3. on a fresh machine, checks kvik before the udev entry exists (cuFile
 #      cannot register files: compat OFF must fail with exit 1, AUTO fall
 #      back), then writes the udev entry of the root block device;
-#   4. runs every test binary of .gpu/bundle.tar.gz (GPU ones one test at a time:
+#   4. runs every test binary of .gpu/bundle.tar.xz (GPU ones one test at a time:
 #      cuFile's statistics are process-wide);
 #   5. checks kvik on the GPU: CRC-32 of device reads against zlib (compat
 #      ON and OFF, whole and unaligned), a copy through GPU memory, device
@@ -48,7 +48,7 @@ START=$SECONDS
 . "$G/build.env"
 # The test binaries and examples, from gpu/stage.sh's bundle.
 B=/tmp/run-all-bin
-rm -rf "$B"; mkdir -p "$B" && tar xzf "$G/bundle.tar.gz" -C "$B" || { echo "cannot unpack $G/bundle.tar.gz"; exit 2; }
+rm -rf "$B"; mkdir -p "$B" && tar xJf "$G/bundle.tar.xz" -C "$B" || { echo "cannot unpack $G/bundle.tar.xz"; exit 2; }
 
 section "machine and build"
 date -u; nvidia-smi -L 2>&1; uname -r; nproc; free -g | head -2; df -hT / | cat
@@ -166,6 +166,13 @@ done
 expect cli-copy-through-gpu-cufile 0 "$K" copy "$D/1g.bin" "$D/1g.copy" --device 0 --compat off
 expect cli-copy-identical 0 cmp "$D/1g.bin" "$D/1g.copy"
 rm -f "$D/1g.copy"
+# A cufile.json that is a FIFO: cuFile would wait on it inside
+# cuFileDriverOpen; kvik must answer instead (check: exit 0 naming it; a read
+# that needs cuFile: an error, not a hang).
+mkfifo "$D/cufile.fifo"
+expect cli-config-fifo-check 0 env CUFILE_ENV_PATH_JSON="$D/cufile.fifo" "$K" check
+expect cli-config-fifo-read-compat-off 2 env CUFILE_ENV_PATH_JSON="$D/cufile.fifo" "$K" read "$D/1g.bin" --device 0 --compat off
+rm -f "$D/cufile.fifo"
 truncate -s 300G "$D/sparse"
 expect cli-device-out-of-memory-is-an-error 1 "$K" read "$D/sparse" --device 0 --buffer 300GiB
 rm -f "$D/sparse"
@@ -182,8 +189,6 @@ rm -f "$D/1g.bin"
 run example-safetensors_load 300 "$B/examples/safetensors_load" "$D/model.safetensors" \
   --make --size "${KVIK_SAFETENSORS_SIZE:-4GiB}" --reps 3 --cold --json "$OUT/safetensors.jsonl"
 sed -n '/^summary/,$p' "$LOGS/example-safetensors_load.log"
-# The lead's stream-ordered read example goes here when it lands:
-# run "example read_async" 60 "$B/examples/read_async" ...
 for ex in "$B"/examples/*; do
   case "$(basename "$ex")" in
     read_to_gpu|device_read_bench|safetensors_load) ;;
