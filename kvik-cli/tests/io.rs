@@ -81,6 +81,7 @@ fn write_then_read_with_checksums_that_agree_with_zlib() {
     let r = json(&kvik(&[
         "read",
         p(&file),
+        "--host",
         "--checksum",
         "--json",
         "--threads",
@@ -462,6 +463,7 @@ fn demo_writes_reads_verifies_and_cleans_up() {
         "demo",
         "--size",
         "8MiB",
+        "--host",
         "--dir",
         p(dir.path()),
         "--json",
