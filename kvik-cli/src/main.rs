@@ -4,8 +4,10 @@
 //! Exit codes (the rule is in `error.rs`): 0 success; 2 the request cannot
 //! be valid on this machine as given; 1 it failed while running.
 
+mod args;
 mod bench;
 mod check;
+mod checksum;
 mod config;
 mod copy;
 mod demo;
@@ -13,13 +15,15 @@ mod error;
 mod input;
 mod output;
 mod output_file;
+mod page_cache;
 mod plan;
+mod progress;
 mod read;
 mod report;
 mod settings;
 mod signals;
 mod source;
-mod transfer;
+mod window;
 mod write;
 
 use std::process::ExitCode;
@@ -111,7 +115,7 @@ fn parse() -> Result<Command, CliError> {
 
 fn run(command: Command) -> Result<(), CliError> {
     // A bad KVIKIO_* value is bad input for every command, before any I/O.
-    kvik_policy::Settings::global().map_err(transfer::policy_error)?;
+    kvik_policy::Settings::global()?;
     match command {
         Command::Check(args) => check::run(&args),
         Command::Demo(args) => demo::run(&args),
