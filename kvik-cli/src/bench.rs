@@ -27,6 +27,7 @@ mod plot;
 mod random;
 mod random_plot;
 mod reference;
+mod remote;
 mod results;
 mod saved;
 mod stats;
@@ -36,6 +37,7 @@ mod tune;
 use std::path::Path;
 
 use crate::CliError;
+use crate::args::Location;
 use crate::error::print_json;
 
 pub use args::{Args, Window};
@@ -45,9 +47,10 @@ use results::sample_report;
 pub use results::{Case, MemoryTarget, RefKind, Reference, Report, Target, Workload};
 
 pub fn run(args: &Args) -> Result<(), CliError> {
-    let report = match &args.from {
-        Some(path) => saved::load(path)?,
-        None => measure::measure_all(args)?,
+    let report = match (&args.from, &args.file) {
+        (Some(path), _) => saved::load(path)?,
+        (None, Some(Location::Url(url))) => remote::measure_all(args, url)?,
+        (None, _) => measure::measure_all(args)?,
     };
     if let Some(path) = &args.save {
         saved::save(path, &report)?;
@@ -58,7 +61,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     if args.json {
         print_json(&report)?;
     } else {
-        if !report.cases.is_empty() || report.random.is_none() {
+        if !report.cases.is_empty() || (report.random.is_none() && report.remote.is_none()) {
             crate::output::print(&table::render(&report))?;
         } else {
             crate::output::print(&table::header(&report))?;
@@ -66,12 +69,27 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         if let Some(random) = &report.random {
             crate::output::print(&random::render(random))?;
         }
+        if let Some(remote) = &report.remote {
+            crate::output::print(&remote::render(remote))?;
+        }
         if let Some(svg) = &args.plot {
             crate::output::outln!("\nplot: {}", crate::output::escaped(svg))?;
         }
     }
-    if !report.cases.is_empty() && report.cases.iter().all(|c| c.throughput.is_none()) {
-        let first = report.cases.iter().find_map(|c| c.error.clone());
+    let ours: Vec<(bool, Option<&String>)> = match &report.remote {
+        Some(remote) => remote
+            .cases
+            .iter()
+            .map(|c| (c.throughput.is_some(), c.error.as_ref()))
+            .collect(),
+        None => report
+            .cases
+            .iter()
+            .map(|c| (c.throughput.is_some(), c.error.as_ref()))
+            .collect(),
+    };
+    if !ours.is_empty() && ours.iter().all(|(measured, _)| !measured) {
+        let first = ours.iter().find_map(|(_, error)| *error);
         return Err(CliError::Failed(format!(
             "no measurement succeeded{}",
             first
@@ -84,6 +102,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
 
 /// `--plot FILE`: the chart of `report`.
 fn save_plot(path: &Path, report: &Report) -> Result<(), CliError> {
+    if report.remote.is_some() {
+        return Err(CliError::Usage(
+            "--plot draws runs of local files; this run is of a remote object".into(),
+        ));
+    }
     let charts = random_plot::render_all(path, report)
         .map_err(|e| CliError::Failed(format!("--plot: {e}")))?;
     for (path, svg) in charts {

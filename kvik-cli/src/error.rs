@@ -344,6 +344,167 @@ mod tests {
         assert_eq!(errno_code(None), FAILED);
     }
 
+    /// The rule for remote objects, row by row: each kvik-remote error and
+    /// the code it gives.
+    #[test]
+    fn remote_rows_follow_the_rule() {
+        use kvik_remote::{ByteRange, Error as Remote};
+        let url = || "http://127.0.0.1:9/data.bin".to_string();
+        let bytes = ByteRange { start: 0, end: 100 };
+        let range = Some(bytes);
+        let below_http = || {
+            Box::new(object_store::Error::Generic {
+                store: "HTTP",
+                source: "connect: Connection refused (os error 111)".into(),
+            })
+        };
+        let status = |status| Remote::Status {
+            url: url(),
+            range,
+            status,
+            attempts: vec![],
+        };
+        let rows = [
+            // The request as given cannot succeed: 2.
+            (
+                Remote::InvalidUrl {
+                    url: "s3://".into(),
+                    problem: "no bucket".into(),
+                },
+                INVALID,
+            ),
+            (
+                Remote::Configure {
+                    url: url(),
+                    source: below_http(),
+                },
+                INVALID,
+            ),
+            (
+                Remote::NotFound {
+                    url: url(),
+                    status: 404,
+                    range: None,
+                },
+                INVALID,
+            ),
+            (
+                Remote::PermissionDenied {
+                    url: url(),
+                    status: 403,
+                    range: None,
+                },
+                INVALID,
+            ),
+            (
+                Remote::PermissionDenied {
+                    url: url(),
+                    status: 401,
+                    range,
+                },
+                INVALID,
+            ),
+            (status(400), INVALID),
+            (status(410), INVALID),
+            (status(416), INVALID),
+            (
+                Remote::RangeNotHonoured {
+                    url: url(),
+                    range: bytes,
+                    problem: "200 for a range".into(),
+                },
+                INVALID,
+            ),
+            (
+                Remote::PastEnd {
+                    url: url(),
+                    offset: 90,
+                    len: 20,
+                    nbytes: 100,
+                },
+                INVALID,
+            ),
+            (
+                Remote::UnknownSize {
+                    url: url(),
+                    problem: "no Content-Length".into(),
+                },
+                INVALID,
+            ),
+            (Remote::DeviceMemoryUnsupported { url: url() }, INVALID),
+            (
+                Remote::from(PolicyError::InvalidSetting {
+                    setting: "http_timeout",
+                    value: "0".into(),
+                    rule: "must be > 0",
+                }),
+                INVALID,
+            ),
+            // The network or the server failed while it ran: 1.
+            (status(408), FAILED),
+            (status(429), FAILED),
+            (status(500), FAILED),
+            (status(503), FAILED),
+            (
+                Remote::Timeout {
+                    url: url(),
+                    range,
+                    timeout_seconds: 5.0,
+                    attempts: vec![],
+                },
+                FAILED,
+            ),
+            (
+                Remote::Truncated {
+                    url: url(),
+                    range: bytes,
+                    expected: 100,
+                    received: 40,
+                    cause: Some("connection reset".into()),
+                    attempts: vec![],
+                },
+                FAILED,
+            ),
+            (
+                Remote::Overlong {
+                    url: url(),
+                    range: bytes,
+                    expected: 100,
+                },
+                FAILED,
+            ),
+            (
+                Remote::Transport {
+                    url: url(),
+                    range,
+                    problem: "connect: Connection refused".into(),
+                    attempts: vec![],
+                    source: below_http(),
+                },
+                FAILED,
+            ),
+            (Remote::Runtime("no threads".into()), FAILED),
+        ];
+        for (error, code) in rows {
+            let shown = error.to_string();
+            let cli = CliError::from(error);
+            assert_eq!(cli.code(), code, "{shown}");
+            // The message is kvik-remote's, naming the object.
+            assert_eq!(cli.to_string(), shown);
+        }
+        // A local file behind a Source keeps kvik-policy's rule (and its
+        // message): a missing file is 2 as for every other command.
+        let open = Remote::from(PolicyError::Open {
+            path: "/x".into(),
+            mode: kvik_policy::OpenMode::Read,
+            direct: false,
+            source: std::io::Error::from_raw_os_error(libc::ENOENT),
+        });
+        let cli = CliError::from(open);
+        assert!(matches!(cli, CliError::Policy(_)), "{cli:?}");
+        assert_eq!(cli.code(), INVALID);
+    }
+
     #[test]
     fn a_note_keeps_the_code() {
         let e = CliError::io(

@@ -9,15 +9,17 @@ use kvik_policy::CompatMode;
 
 use super::cache::DropMethod;
 use super::random;
-use crate::args::MemoryTarget;
+use crate::args::{Location, MemoryTarget};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Benchmark this file (its first --size bytes; created with random bytes
-    /// when missing, and then kept). Default: a temporary file in --dir,
-    /// removed afterwards.
-    #[arg(long)]
-    pub file: Option<PathBuf>,
+    /// when missing, and then kept), or the remote object at this URL
+    /// (s3://…, http(s)://…: whole-object reads, at most --size bytes,
+    /// through kvik-remote; --threads is GETs in flight). Default: a
+    /// temporary file in --dir, removed afterwards.
+    #[arg(long, value_name = "FILE|URL")]
+    pub file: Option<Location>,
     /// Directory for the temporary file (default: the system temp directory).
     #[arg(long)]
     pub dir: Option<PathBuf>,

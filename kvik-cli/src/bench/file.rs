@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::args::Args;
 use crate::CliError;
+use crate::args::Location;
 
 /// The benchmark file and whether this run owns it.
 pub(super) struct BenchFile {
@@ -33,7 +34,8 @@ impl Drop for Scratch {
 
 pub(super) fn prepare_file(args: &Args, pattern: &[u8]) -> Result<BenchFile, CliError> {
     let (path, named) = match &args.file {
-        Some(p) => (p.clone(), true),
+        Some(Location::Path(p)) => (p.clone(), true),
+        Some(Location::Url(_)) => unreachable!("a remote object is measured by bench::remote"),
         None => {
             let dir = args.dir.clone().unwrap_or_else(std::env::temp_dir);
             if !dir.is_dir() {

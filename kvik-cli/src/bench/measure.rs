@@ -240,17 +240,8 @@ pub(super) fn measure_all(args: &Args) -> Result<Report, CliError> {
     crate::write::fill_random(&mut host, 0, 0);
     let file = prepare_file(args, &host)?;
     let scratch = Scratch(sibling(&file.path, "write"));
-    let mut notes = Vec::new();
     let mut machine = Machine::describe(&file.path);
-    if let Some(load) = machine.load_average_start {
-        if load > 0.5 {
-            notes.push(format!(
-                "load average {load:.2} at the start on {} cores: other processes were running; \
-                 read the spreads (min–max) before the medians",
-                machine.cores
-            ));
-        }
-    }
+    let mut notes: Vec<String> = machine.busy_note().into_iter().collect();
 
     let steps = count_steps(args, &memories, &workloads);
     let bar = crate::progress::bar(steps, "bench", args.json);
@@ -426,6 +417,7 @@ pub(super) fn measure_all(args: &Args) -> Result<Report, CliError> {
         tuning,
         notes,
         random,
+        remote: None,
     };
     if let Some(svg) = &args.plot {
         super::save_plot(svg, &report)?;

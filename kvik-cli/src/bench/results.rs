@@ -11,7 +11,7 @@ use super::args::{Cache, Op};
 use super::cache::ColdCache;
 use super::machine::Machine;
 use super::stats::Summary;
-use super::{random, tune};
+use super::{random, remote, tune};
 pub use crate::args::MemoryTarget;
 
 /// What a result file is (bump when the JSON changes shape).
@@ -226,6 +226,9 @@ pub struct Report {
     /// `--pattern random`: many small reads at random offsets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub random: Option<random::RandomRun>,
+    /// `--file URL`: whole-object reads of a remote object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<remote::RemoteRun>,
 }
 
 /// The JSON of a run, for tests of its shape.
@@ -315,6 +318,7 @@ pub(super) fn sample_report() -> Report {
         tuning,
         notes: vec![],
         random: None,
+        remote: None,
     }
 }
 

@@ -56,6 +56,7 @@ pub fn serve_all() -> Script {
     Arc::new(|_| Reply::Serve)
 }
 
+#[derive(Debug)]
 pub struct Server {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
