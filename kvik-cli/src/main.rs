@@ -1,5 +1,7 @@
-//! `kvik`: GPUDirect Storage readiness, and (with the I/O issues) reads and
-//! writes through the kvik-rs stack with a report of the path each took.
+//! `kvik`: GPUDirect Storage readiness, and reads and writes through the
+//! kvik-rs stack — local files through kvik-policy, remote objects (S3,
+//! HTTP(S)) through kvik-remote — with a report of the path each took.
+//! Arguments are parsed in `args`; policy is kvik-policy's.
 //!
 //! Exit codes (the rule is in `error.rs`): 0 success; 2 the request cannot
 //! be valid on this machine as given; 1 it failed while running.
@@ -53,11 +55,11 @@ enum Command {
     Config(config::Args),
     /// What a read would do, without doing it: routing with reasons, KvikIO tasks, cuFile work units.
     Plan(plan::Args),
-    /// Read a file through the stack: bytes, time, throughput, path report, CRC-32.
+    /// Read a file through the stack, or a remote object by URL (s3://, http(s)://): bytes, time, throughput, path report, CRC-32.
     Read(read::Args),
     /// Write a file through the stack (random or zeros): bytes, time, throughput, path report.
     Write(write::Args),
-    /// Copy SRC to DST through the stack (read into memory, write out); DST appears only when complete.
+    /// Copy SRC (a file or a URL) to DST through the stack (read into memory, write out); DST appears only when complete.
     Copy(copy::Args),
     /// The effective KvikIO settings (KVIKIO_* environment) and where each came from.
     Settings(settings::Args),
