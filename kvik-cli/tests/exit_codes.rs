@@ -214,7 +214,7 @@ fn what_this_machine_cannot_do_is_2_and_what_runs_out_is_1() {
 /// every attempt, a timeout, a body cut short).
 #[test]
 fn remote_objects_follow_the_same_rule() {
-    use kvik_test_support::http_server::{Reply, Request, Script, Server};
+    use kvik_test_support::http_server::{Reply, Request, Script, Server, refused_url};
     use std::sync::Arc;
     let paths = [
         "/data.bin",
@@ -252,12 +252,7 @@ fn remote_objects_follow_the_same_rule() {
         url("/silent.bin"),
         url("/short.bin"),
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let refused = format!("http://127.0.0.1:{port}/data.bin");
+    let refused = refused_url("/data.bin");
     check(&[
         // 2: the request as given cannot succeed.
         row(&["read", "http://"], 2, &["http://"]),

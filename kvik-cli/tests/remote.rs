@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::{bytes, fails, json, kvik_cmd, names, ok, p, temporaries, text};
-use kvik_test_support::http_server::{Reply, Request, Script, Server, serve_all};
+use kvik_test_support::http_server::{Reply, Request, Script, Server, refused_url, serve_all};
 use kvik_test_support::moto::{self, ACCESS_KEY, REGION, SECRET_KEY};
 
 /// `kvik ARGS` with a clean environment (no `KVIKIO_*`, `AWS_*`) and a
@@ -197,12 +197,7 @@ fn a_forbidden_object_is_exit_2_and_a_refused_connection_exit_1() {
     fails(&run(&["read", &url]), 2, &[&url, "access denied"]);
     assert_eq!(server.requests().len(), 1, "a 403 is not retried");
     // Nothing listens on this port any more: the network failed, exit 1.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let url = format!("http://127.0.0.1:{port}/data.bin");
+    let url = refused_url("/data.bin");
     fails(&run(&["read", &url]), 1, &[&url]);
     // A URL that cannot be read at all is bad input.
     fails(&run(&["read", "http://"]), 2, &["http://"]);

@@ -318,3 +318,13 @@ fn idle(stop: &AtomicBool) {
 fn reset(stream: &TcpStream) {
     let _ = rustix::net::sockopt::set_socket_linger(stream, Some(Duration::ZERO));
 }
+
+/// `http://127.0.0.1:PORT{path}` where nothing listens (a port just
+/// released): a connection to it is refused.
+pub fn refused_url(path: &str) -> String {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind 127.0.0.1:0")
+        .port();
+    format!("http://127.0.0.1:{port}{path}")
+}
