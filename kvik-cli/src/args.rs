@@ -139,6 +139,18 @@ impl Location {
     }
 }
 
+/// A path a command writes: never a URL (remote objects are only read).
+pub fn local_destination(what: &str, path: &std::path::Path) -> Result<(), CliError> {
+    match path.to_str() {
+        Some(url) if kvik_remote::Source::is_remote(url) => Err(CliError::Usage(format!(
+            "{what} {}: kvik writes local files only; remote objects are read (kvik copy URL \
+             DST), never written",
+            kvik_remote::redact(url)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// As JSON: a path as kvik-policy writes paths (a string, or every byte
 /// where it is not UTF-8); a URL without its query string.
 impl serde::Serialize for Location {

@@ -89,6 +89,7 @@ enum Src {
 }
 
 pub fn run(args: &Args) -> Result<(), CliError> {
+    crate::args::local_destination("DST", &args.dst)?;
     let settings = args.io.settings()?;
     let mut src = match &args.src {
         Location::Path(path) => Src::Local(Source::open(path, "SRC")?),

@@ -139,6 +139,7 @@ fn splitmix64(x: u64) -> u64 {
 }
 
 pub fn run(args: &Args) -> Result<(), CliError> {
+    crate::args::local_destination("FILE", &args.file)?;
     let settings = args.io.settings()?;
     let memory = args.io.memory.choose()?;
     let mut output = OutputFile::create(&args.file, Some(args.size), None)?;

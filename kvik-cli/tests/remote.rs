@@ -169,6 +169,20 @@ fn copy_of_a_url_is_byte_exact_and_names_the_file_after_the_url() {
     ok(&run(&["copy", &url, p(&named), "--size", "1000"]));
     assert_eq!(std::fs::read(&named).unwrap(), &data[..1000]);
     assert_eq!(names(dir.path()), vec!["data.bin", "named.bin"]);
+    // A URL is never a destination: refused before any request.
+    let requests = server.requests().len();
+    fails(&run(&["copy", &url, &url]), 2, &["DST", "local files only"]);
+    fails(
+        &run(&["copy", p(&named), "s3://b/k"]),
+        2,
+        &["DST", "local files only"],
+    );
+    fails(
+        &run(&["write", "https://h/k", "--size", "1"]),
+        2,
+        &["FILE", "local files only"],
+    );
+    assert_eq!(server.requests().len(), requests);
     // More than the object has is refused before DST is touched.
     let out = run(&["copy", &url, p(&named), "--size", "3MiB"]);
     fails(&out, 2, &["--size", "has only"]);
