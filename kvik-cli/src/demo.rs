@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use kvik_policy::{Settings, Size};
 
 use crate::CliError;
+use crate::args::{MemoryArgs, Overrides};
 use crate::output_file::{Durability, OutputFile};
 use crate::report;
-use crate::transfer::{self, parse_positive_size};
 use crate::write::{self, Pattern};
 
 /// The creation writes in windows of this size (the progress bar's step).
@@ -23,7 +23,7 @@ const WRITE_WINDOW: u64 = 64 << 20;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Size of the demo file.
-    #[arg(long, default_value = "1GiB", value_parser = parse_positive_size)]
+    #[arg(long, default_value = "1GiB", value_parser = crate::args::positive_size)]
     pub size: u64,
     /// Directory for the demo file (default: the system temp directory).
     #[arg(long)]
@@ -34,23 +34,31 @@ pub struct Args {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Read into host memory.
-    #[arg(long, conflicts_with = "device")]
-    pub host: bool,
-    /// Read into the memory of GPU N [default: GPU 0 when present].
-    #[arg(long, value_name = "N")]
-    pub device: Option<u32>,
+    /// Where the file is read into.
+    #[command(flatten)]
+    pub memory: MemoryArgs,
     /// Compat mode: on (POSIX only), off (cuFile only), auto (overrides KVIKIO_COMPAT_MODE).
-    #[arg(long, value_name = "MODE", value_parser = transfer::parse_compat)]
+    #[arg(long, value_name = "MODE", value_parser = crate::args::compat)]
     pub compat: Option<kvik_policy::CompatMode>,
 }
 
 #[derive(Debug, serde::Serialize)]
-struct Phase {
+struct Phase<Report> {
     bytes: u64,
     seconds: f64,
     bytes_per_second: f64,
-    report: kvik_policy::PathReport,
+    report: Report,
+}
+
+impl<Report> Phase<Report> {
+    fn new(bytes: u64, seconds: f64, report: Report) -> Self {
+        Phase {
+            bytes,
+            seconds,
+            bytes_per_second: bytes as f64 / seconds.max(f64::MIN_POSITIVE),
+            report,
+        }
+    }
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -58,12 +66,12 @@ struct Output<'a> {
     #[serde(serialize_with = "kvik_policy::path_serde::serialize")]
     file: &'a Path,
     kept: bool,
-    memory: transfer::MemoryChoice,
+    memory: crate::args::MemoryChoice,
     settings: Settings,
-    write: Phase,
+    write: Phase<kvik_policy::PathReport>,
     /// Share of the file in the page cache just before the read (0–1).
     page_cache_resident_before_read: Option<f64>,
-    read: Phase,
+    read: Phase<kvik_remote::SourceReport>,
     checksum_crc32: String,
     /// The bytes read back have the CRC-32 of the bytes written.
     verified: bool,
@@ -77,11 +85,12 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             crate::output::escaped(&dir)
         )));
     }
-    let mut settings = Settings::global().map_err(transfer::policy_error)?;
-    if let Some(mode) = args.compat {
-        settings.set_compat_mode(mode);
+    let settings = Overrides {
+        compat: args.compat,
+        ..Overrides::default()
     }
-    let memory = transfer::choose_memory(args.host, args.device)?;
+    .settings()?;
+    let memory = args.memory.choose()?;
     let name = format!("kvik-demo-{}.bin", std::process::id());
     let path = dir.join(&name);
     // Refused up front when it cannot fit (seen: --size 1TiB).
@@ -100,24 +109,26 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     host_settings.set_compat_mode(kvik_policy::CompatMode::On);
     let writer = scratch.handle("w", &host_settings)?;
     let mut window =
-        transfer::WindowBuffer::Host(transfer::host_buffer(args.size.min(WRITE_WINDOW))?);
-    let bar = transfer::progress(args.size, "creating", args.json);
+        crate::window::WindowBuffer::Host(crate::window::host_buffer(args.size.min(WRITE_WINDOW))?);
+    let bar = crate::progress::bar(args.size, "creating", args.json);
     let written = write::write_pattern(&writer, args.size, Pattern::Random, 0, &mut window, &bar)?;
     bar.finish_and_clear();
-    writer.sync_data().map_err(transfer::policy_error)?;
+    writer.sync_data()?;
     drop(window);
 
     // 2. Read it back with the best path available.
-    let resident = transfer::page_cache_residency_of(scratch.file(), 0, args.size);
-    let reader = scratch.handle("r", &settings)?;
-    let mut buffer = transfer::WindowBuffer::new(&memory, args.size.min(transfer::DEFAULT_WINDOW))?;
-    buffer.prepare(&reader)?;
-    let bar = transfer::progress(args.size, "reading", args.json);
+    let resident = crate::page_cache::residency_of(scratch.file(), 0, args.size);
+    let reader = kvik_remote::Source::Local(scratch.handle("r", &settings)?);
+    let mut buffer =
+        crate::window::WindowBuffer::new(&memory, args.size.min(crate::window::DEFAULT_WINDOW))?;
+    buffer.prepare_source(&reader)?;
+    let bar = crate::progress::bar(args.size, "reading", args.json);
     let mut hasher = crc32fast::Hasher::new();
-    let read = transfer::read_windows(&reader, 0, args.size, &mut buffer, &bar, |window, n, _| {
-        transfer::crc_update(&mut hasher, window.host_bytes(n)?);
-        Ok(())
-    })?;
+    let read =
+        crate::window::read_windows(&reader, 0, args.size, &mut buffer, &bar, |window, n, _| {
+            crate::checksum::crc_update(&mut hasher, window.host_bytes(n)?);
+            Ok(())
+        })?;
     bar.finish_and_clear();
     let crc = hasher.finalize();
     let verified = crc == written.crc32;
@@ -125,21 +136,15 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         scratch.commit(&writer, Durability::Atomic)?;
     }
 
-    let phase = |bytes: u64, seconds: f64, report| Phase {
-        bytes,
-        seconds,
-        bytes_per_second: bytes as f64 / seconds.max(f64::MIN_POSITIVE),
-        report,
-    };
     let output = Output {
         file: &path,
         kept: args.keep,
         memory,
         settings,
-        write: phase(args.size, written.seconds, written.report),
+        write: Phase::new(args.size, written.seconds, written.report),
         page_cache_resident_before_read: resident,
-        read: phase(read.bytes, read.seconds, read.report),
-        checksum_crc32: transfer::crc_hex(crc),
+        read: Phase::new(read.bytes, read.seconds, read.report),
+        checksum_crc32: crate::checksum::crc_hex(crc),
         verified,
     };
     let text = if args.json {
@@ -156,8 +161,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         return Err(CliError::Failed(format!(
             "{}: the bytes read back (CRC-32 {}) differ from those written (CRC-32 {})",
             crate::output::escaped(&path),
-            transfer::crc_hex(crc),
-            transfer::crc_hex(written.crc32)
+            crate::checksum::crc_hex(crc),
+            crate::checksum::crc_hex(written.crc32)
         )));
     }
     Ok(())
@@ -171,21 +176,21 @@ fn render(o: &Output<'_>) -> String {
         "  wrote   {} in {:.3} s: {} ({})",
         crate::output::escaped(&o.file),
         o.write.seconds,
-        transfer::rate(o.write.bytes, o.write.seconds),
+        report::rate(o.write.bytes, o.write.seconds),
         o.write.report.kvik.direct_io.status
     );
     let _ = writeln!(
         out,
         "  read    {} into {} in {:.3} s: {}",
         Size(o.read.bytes),
-        transfer::memory_name(o.memory.kind),
+        crate::args::memory_name(o.memory.kind),
         o.read.seconds,
-        transfer::rate(o.read.bytes, o.read.seconds)
+        report::rate(o.read.bytes, o.read.seconds)
     );
     let _ = writeln!(
         out,
         "  cached  {} of the file was in the page cache before the read{}",
-        transfer::percent(o.page_cache_resident_before_read),
+        report::percent(o.page_cache_resident_before_read),
         match o.page_cache_resident_before_read {
             Some(share) if share < 0.5 => " (so the read came from storage)",
             Some(_) => " (so the read ran at memory speed)",
@@ -205,7 +210,7 @@ fn render(o: &Output<'_>) -> String {
     let _ = writeln!(
         out,
         "  memory  {}: {}",
-        transfer::memory_name(o.memory.kind),
+        crate::args::memory_name(o.memory.kind),
         o.memory.reason
     );
     let _ = writeln!(out, "\npath report (read)\n{}", o.read.report);

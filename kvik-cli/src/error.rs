@@ -8,12 +8,17 @@
 //!   lies on a read-only filesystem; a cufile.json that cannot be read or
 //!   that cuFile would refuse, used to plan (wherever it came from); what
 //!   this machine cannot do (device memory without a GPU, compat mode OFF
-//!   without cuFile).
+//!   without cuFile); for a remote object, a URL that cannot be read, a
+//!   server that says the object does not exist (404) or refuses us
+//!   (401/403) or refuses the request as asked (another 4xx, a range past
+//!   the object's end, no byte ranges, no size).
 //! - **1**: it failed while running, or ran out of something that may be
 //!   there next time: an I/O error, a full disk (found by the free-space
 //!   check before writing or by the write itself), memory the system would
 //!   not give, a file that changed under the command, a report that could
-//!   not be written; and a verdict the command was asked for that came out
+//!   not be written; for a remote object, the network (connection refused
+//!   or reset, DNS, TLS), a timeout, a body cut short or too long, a
+//!   server error (5xx) or a 408/429 after every attempt; and a verdict the command was asked for that came out
 //!   negative (`config validate` of a file cuFile refuses).
 //!
 //! Errors stay typed (the kvik-policy error, the cufile-config error, the
@@ -50,6 +55,9 @@ pub enum CliError {
     },
     /// kvik-policy failed; its kind decides the code.
     Policy(PolicyError),
+    /// Reading a remote object failed (kvik-remote); its kind decides the
+    /// code. (kvik-remote's `Policy` errors become [`CliError::Policy`].)
+    Remote(kvik_remote::Error),
     /// A cufile.json could not be read (`context`: how it was chosen).
     Config {
         error: cufile_config::ConfigError,
@@ -108,6 +116,7 @@ impl CliError {
                 PathProblem::NotAFile(_) | PathProblem::TooLarge { .. } => INVALID,
             },
             CliError::Policy(e) => policy_code(e),
+            CliError::Remote(e) => remote_code(e),
             CliError::Config { error, .. } => match error {
                 cufile_config::ConfigError::Read { source, .. } => {
                     errno_code(source.raw_os_error())
@@ -154,6 +163,33 @@ fn policy_code(e: &PolicyError) -> i32 {
         | PolicyError::CuFileRequired { .. }
         | PolicyError::NoCuda(_) => INVALID,
         PolicyError::Open { source, .. } => errno_code(source.raw_os_error()),
+        _ => FAILED,
+    }
+}
+
+/// The code for a kvik-remote error: 2 when the request as given cannot
+/// succeed (a bad URL, a missing object, no permission, another 4xx, a
+/// range past the end, a server without byte ranges or sizes, device memory
+/// where kvik-remote reads only host memory); 1 when the network or the
+/// server failed while it ran (it may work next time).
+fn remote_code(e: &kvik_remote::Error) -> i32 {
+    use kvik_remote::Error as Remote;
+    match e {
+        Remote::InvalidUrl { .. }
+        | Remote::Configure { .. }
+        | Remote::NotFound { .. }
+        | Remote::PermissionDenied { .. }
+        | Remote::RangeNotHonoured { .. }
+        | Remote::PastEnd { .. }
+        | Remote::UnknownSize { .. }
+        | Remote::DeviceMemoryUnsupported { .. } => INVALID,
+        // 408 Request Timeout and 429 Too Many Requests say "later".
+        Remote::Status { status, .. }
+            if (400..500).contains(status) && ![408, 429].contains(status) =>
+        {
+            INVALID
+        }
+        Remote::Policy(e) => policy_code(e),
         _ => FAILED,
     }
 }
@@ -226,6 +262,7 @@ impl fmt::Display for CliError {
                     false => write!(f, " ({context})"),
                 }
             }
+            CliError::Remote(e) => write!(f, "{e}"),
             CliError::Output(e) => write!(f, "cannot write the report to stdout: {e}"),
             CliError::Noted { error, note } => write!(f, "{error} ({note})"),
         }
@@ -235,6 +272,16 @@ impl fmt::Display for CliError {
 impl From<PolicyError> for CliError {
     fn from(e: PolicyError) -> CliError {
         CliError::Policy(e)
+    }
+}
+
+impl From<kvik_remote::Error> for CliError {
+    fn from(e: kvik_remote::Error) -> CliError {
+        match e {
+            // A local file behind a `Source`, or settings: kvik-policy's own.
+            kvik_remote::Error::Policy(e) => CliError::Policy(*e),
+            e => CliError::Remote(e),
+        }
     }
 }
 
@@ -295,6 +342,167 @@ mod tests {
             assert_eq!(config.code(), code, "{shown}");
         }
         assert_eq!(errno_code(None), FAILED);
+    }
+
+    /// The rule for remote objects, row by row: each kvik-remote error and
+    /// the code it gives.
+    #[test]
+    fn remote_rows_follow_the_rule() {
+        use kvik_remote::{ByteRange, Error as Remote};
+        let url = || "http://127.0.0.1:9/data.bin".to_string();
+        let bytes = ByteRange { start: 0, end: 100 };
+        let range = Some(bytes);
+        let below_http = || {
+            Box::new(object_store::Error::Generic {
+                store: "HTTP",
+                source: "connect: Connection refused (os error 111)".into(),
+            })
+        };
+        let status = |status| Remote::Status {
+            url: url(),
+            range,
+            status,
+            attempts: vec![],
+        };
+        let rows = [
+            // The request as given cannot succeed: 2.
+            (
+                Remote::InvalidUrl {
+                    url: "s3://".into(),
+                    problem: "no bucket".into(),
+                },
+                INVALID,
+            ),
+            (
+                Remote::Configure {
+                    url: url(),
+                    source: below_http(),
+                },
+                INVALID,
+            ),
+            (
+                Remote::NotFound {
+                    url: url(),
+                    status: 404,
+                    range: None,
+                },
+                INVALID,
+            ),
+            (
+                Remote::PermissionDenied {
+                    url: url(),
+                    status: 403,
+                    range: None,
+                },
+                INVALID,
+            ),
+            (
+                Remote::PermissionDenied {
+                    url: url(),
+                    status: 401,
+                    range,
+                },
+                INVALID,
+            ),
+            (status(400), INVALID),
+            (status(410), INVALID),
+            (status(416), INVALID),
+            (
+                Remote::RangeNotHonoured {
+                    url: url(),
+                    range: bytes,
+                    problem: "200 for a range".into(),
+                },
+                INVALID,
+            ),
+            (
+                Remote::PastEnd {
+                    url: url(),
+                    offset: 90,
+                    len: 20,
+                    nbytes: 100,
+                },
+                INVALID,
+            ),
+            (
+                Remote::UnknownSize {
+                    url: url(),
+                    problem: "no Content-Length".into(),
+                },
+                INVALID,
+            ),
+            (Remote::DeviceMemoryUnsupported { url: url() }, INVALID),
+            (
+                Remote::from(PolicyError::InvalidSetting {
+                    setting: "http_timeout",
+                    value: "0".into(),
+                    rule: "must be > 0",
+                }),
+                INVALID,
+            ),
+            // The network or the server failed while it ran: 1.
+            (status(408), FAILED),
+            (status(429), FAILED),
+            (status(500), FAILED),
+            (status(503), FAILED),
+            (
+                Remote::Timeout {
+                    url: url(),
+                    range,
+                    timeout_seconds: 5.0,
+                    attempts: vec![],
+                },
+                FAILED,
+            ),
+            (
+                Remote::Truncated {
+                    url: url(),
+                    range: bytes,
+                    expected: 100,
+                    received: 40,
+                    cause: Some("connection reset".into()),
+                    attempts: vec![],
+                },
+                FAILED,
+            ),
+            (
+                Remote::Overlong {
+                    url: url(),
+                    range: bytes,
+                    expected: 100,
+                },
+                FAILED,
+            ),
+            (
+                Remote::Transport {
+                    url: url(),
+                    range,
+                    problem: "connect: Connection refused".into(),
+                    attempts: vec![],
+                    source: below_http(),
+                },
+                FAILED,
+            ),
+            (Remote::Runtime("no threads".into()), FAILED),
+        ];
+        for (error, code) in rows {
+            let shown = error.to_string();
+            let cli = CliError::from(error);
+            assert_eq!(cli.code(), code, "{shown}");
+            // The message is kvik-remote's, naming the object.
+            assert_eq!(cli.to_string(), shown);
+        }
+        // A local file behind a Source keeps kvik-policy's rule (and its
+        // message): a missing file is 2 as for every other command.
+        let open = Remote::from(PolicyError::Open {
+            path: "/x".into(),
+            mode: kvik_policy::OpenMode::Read,
+            direct: false,
+            source: std::io::Error::from_raw_os_error(libc::ENOENT),
+        });
+        let cli = CliError::from(open);
+        assert!(matches!(cli, CliError::Policy(_)), "{cli:?}");
+        assert_eq!(cli.code(), INVALID);
     }
 
     #[test]

@@ -1,11 +1,15 @@
-//! `kvik`: GPUDirect Storage readiness, and (with the I/O issues) reads and
-//! writes through the kvik-rs stack with a report of the path each took.
+//! `kvik`: GPUDirect Storage readiness, and reads and writes through the
+//! kvik-rs stack — local files through kvik-policy, remote objects (S3,
+//! HTTP(S)) through kvik-remote — with a report of the path each took.
+//! Arguments are parsed in `args`; policy is kvik-policy's.
 //!
 //! Exit codes (the rule is in `error.rs`): 0 success; 2 the request cannot
 //! be valid on this machine as given; 1 it failed while running.
 
+mod args;
 mod bench;
 mod check;
+mod checksum;
 mod config;
 mod copy;
 mod demo;
@@ -13,13 +17,15 @@ mod error;
 mod input;
 mod output;
 mod output_file;
+mod page_cache;
 mod plan;
+mod progress;
 mod read;
 mod report;
 mod settings;
 mod signals;
 mod source;
-mod transfer;
+mod window;
 mod write;
 
 use std::process::ExitCode;
@@ -49,11 +55,11 @@ enum Command {
     Config(config::Args),
     /// What a read would do, without doing it: routing with reasons, KvikIO tasks, cuFile work units.
     Plan(plan::Args),
-    /// Read a file through the stack: bytes, time, throughput, path report, CRC-32.
+    /// Read a file through the stack, or a remote object by URL (s3://, http(s)://): bytes, time, throughput, path report, CRC-32.
     Read(read::Args),
     /// Write a file through the stack (random or zeros): bytes, time, throughput, path report.
     Write(write::Args),
-    /// Copy SRC to DST through the stack (read into memory, write out); DST appears only when complete.
+    /// Copy SRC (a file or a URL) to DST through the stack (read into memory, write out); DST appears only when complete.
     Copy(copy::Args),
     /// The effective KvikIO settings (KVIKIO_* environment) and where each came from.
     Settings(settings::Args),
@@ -111,7 +117,7 @@ fn parse() -> Result<Command, CliError> {
 
 fn run(command: Command) -> Result<(), CliError> {
     // A bad KVIKIO_* value is bad input for every command, before any I/O.
-    kvik_policy::Settings::global().map_err(transfer::policy_error)?;
+    kvik_policy::Settings::global()?;
     match command {
         Command::Check(args) => check::run(&args),
         Command::Demo(args) => demo::run(&args),

@@ -339,7 +339,7 @@ impl OutputFile {
             )))
         })?;
         FileHandle::from_file(file, &self.destination, mode, settings)
-            .map_err(|e| self.failed(crate::transfer::policy_error(e)))
+            .map_err(|e| self.failed(CliError::Policy(e)))
     }
 
     /// The output file's descriptor (for page-cache residency).
@@ -388,8 +388,7 @@ impl OutputFile {
         match durability {
             Durability::Fsync => file.sync_all(),
             Durability::Atomic | Durability::InPlace => file.sync_data(),
-        }
-        .map_err(crate::transfer::policy_error)?;
+        }?;
         committed.sync_seconds = start.elapsed().as_secs_f64();
         self.put_in_place()?;
         self.committed = true;
@@ -901,7 +900,7 @@ pub fn ensure_space(
             "{} needs {} but its filesystem has {} free",
             crate::output::escaped(&destination),
             kvik_policy::Size(bytes),
-            crate::transfer::approximate(free)
+            crate::report::approximate(free)
         )));
     }
     Ok(())

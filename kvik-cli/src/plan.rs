@@ -21,12 +21,11 @@ use gds_core::readiness::{self, Readiness};
 use gds_core::schedule::{Registration, SplitRule};
 use kvik_policy::plan::{CuFileSplit, Execution, PlannedRun, Request};
 use kvik_policy::routing::{self, FileRouting, RequestRoute};
-use kvik_policy::{
-    Backend, CompatMode, CuFileAvailability, MemoryKind, Settings, Size, parse_size,
-};
+use kvik_policy::{Backend, CompatMode, CuFileAvailability, MemoryKind, Settings, Size};
 use serde::Serialize;
 
 use crate::CliError;
+use crate::args::{MemoryTarget, Overrides};
 use crate::error::print_json;
 use crate::output::escaped;
 
@@ -39,30 +38,23 @@ const MAX_FILE_END: u64 = i64::MAX as u64;
 
 const BUILT_IN_DEFAULTS: &str = "built-in defaults (libcufile 1.15)";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Memory {
-    /// Host memory: always POSIX.
-    Host,
-    /// GPU 0's memory: cuFile or POSIX through bounce buffers, per the routing.
-    Device,
-}
-
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Bytes to read: plain bytes or with a unit (1GiB, 4MiB, 8KiB).
-    #[arg(long, value_parser = size_arg)]
+    #[arg(long, value_parser = crate::args::size)]
     pub size: u64,
     /// Where the read starts in the file.
-    #[arg(long, default_value = "0", value_parser = size_arg)]
+    #[arg(long, default_value = "0", value_parser = crate::args::size)]
     pub offset: u64,
-    /// Where the bytes go.
-    #[arg(long, value_enum, default_value_t = Memory::Device)]
-    pub memory: Memory,
+    /// Where the bytes go: host (always POSIX), device (GPU 0) or device:N
+    /// (cuFile, or POSIX through bounce buffers, per the routing).
+    #[arg(long, value_name = "KIND", default_value = "device", value_parser = crate::args::memory)]
+    pub memory: MemoryTarget,
     /// KvikIO's task size [default: KVIKIO_TASK_SIZE, else 4 MiB].
-    #[arg(long, value_parser = crate::transfer::parse_positive_size)]
+    #[arg(long, value_parser = crate::args::positive_size)]
     pub task_size: Option<u64>,
     /// Device reads smaller than this skip cuFile [default: KVIKIO_GDS_THRESHOLD, else 16 KiB].
-    #[arg(long, value_parser = size_arg)]
+    #[arg(long, value_parser = crate::args::size)]
     pub gds_threshold: Option<u64>,
     /// The device buffer is registered with cuFileBufRegister.
     #[arg(long)]
@@ -72,19 +64,11 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// KvikIO's compat mode: on, off or auto [default: KVIKIO_COMPAT_MODE, else auto].
-    #[arg(long, value_parser = compat_arg)]
+    #[arg(long, value_parser = crate::args::compat)]
     pub compat: Option<CompatMode>,
     /// Print the plan as JSON, every task listed.
     #[arg(long)]
     pub json: bool,
-}
-
-fn size_arg(text: &str) -> Result<u64, String> {
-    parse_size(text).map_err(|e| e.to_string())
-}
-
-fn compat_arg(text: &str) -> Result<CompatMode, String> {
-    text.parse::<CompatMode>().map_err(|e| e.to_string())
 }
 
 /// A value and where it came from.
@@ -109,18 +93,13 @@ pub struct PlanSettings {
 
 impl PlanSettings {
     fn resolve(args: &Args) -> Result<PlanSettings, CliError> {
-        let mut settings = Settings::global().map_err(crate::transfer::policy_error)?;
-        if let Some(mode) = args.compat {
-            settings.set_compat_mode(mode);
+        let settings = Overrides {
+            compat: args.compat,
+            task_size: args.task_size,
+            gds_threshold: args.gds_threshold,
+            threads: None,
         }
-        if let Some(bytes) = args.task_size {
-            settings
-                .set_task_size(bytes)
-                .map_err(crate::transfer::policy_error)?;
-        }
-        if let Some(bytes) = args.gds_threshold {
-            settings.set_gds_threshold(bytes);
-        }
+        .settings()?;
         let views = settings.describe();
         let source = |name: &str, flag: Option<&str>| match flag {
             Some(flag) => flag.to_string(),
@@ -413,7 +392,7 @@ pub fn build(args: &Args, facts: &Readiness, location: &ConfigLocation) -> Resul
             args.offset, args.size
         )));
     }
-    if args.registered && args.memory == Memory::Host {
+    if args.registered && args.memory == MemoryTarget::Host {
         return Err(CliError::Usage(
             "--registered applies to device memory (cuFileBufRegister); host memory is always \
              read with POSIX"
@@ -422,10 +401,7 @@ pub fn build(args: &Args, facts: &Readiness, location: &ConfigLocation) -> Resul
     }
     let settings = PlanSettings::resolve(args)?;
     let cufile = CuFileSettings::resolve(args, location)?;
-    let memory = match args.memory {
-        Memory::Host => MemoryKind::Host,
-        Memory::Device => MemoryKind::Device { ordinal: 0 },
-    };
+    let memory = args.memory.kind();
 
     let here = CuFileAvailability::from_readiness(facts);
     let (assumed, assumptions) = what_if(&here);
@@ -441,7 +417,7 @@ pub fn build(args: &Args, facts: &Readiness, location: &ConfigLocation) -> Resul
         &file,
         Some(split),
     );
-    let this_machine = this_machine(facts, &here, &settings, memory, args.size, &plan.route);
+    let this_machine = this_machine(facts, &here, &settings, &plan);
 
     let task_count = plan.task_count();
     if args.json && task_count > MAX_JSON_TASKS {
@@ -517,15 +493,16 @@ fn what_if(here: &CuFileAvailability) -> (CuFileAvailability, Vec<String>) {
     (assumed, vec![assumption])
 }
 
+/// Whether this machine would carry out `planned` as planned: the same
+/// planning function, on this machine's cuFile availability.
 fn this_machine(
     facts: &Readiness,
     here: &CuFileAvailability,
     settings: &PlanSettings,
-    memory: MemoryKind,
-    size: u64,
-    planned: &RequestRoute,
+    planned: &kvik_policy::plan::Plan,
 ) -> ThisMachine {
     let verdict = facts.verdict.kind;
+    let memory = planned.request.memory;
     let refuse = |mut reasons: Vec<String>| {
         for reason in here.evidence.iter().map(ToString::to_string) {
             // The first reason may already quote the CUDA probe.
@@ -547,8 +524,9 @@ fn this_machine(
     match routing::route_file(settings.compat_mode.value, here) {
         Err(required) => refuse(vec![required.to_string()]),
         Ok(file) => {
-            let route = routing::route_request(&file, memory, size, settings.gds_threshold.value);
-            if route.backend == planned.backend {
+            let route =
+                kvik_policy::plan::plan(planned.request, &settings.settings, &file, None).route;
+            if route.backend == planned.route.backend {
                 let mut reasons = vec![format!(
                     "this machine would take the same route: {} ({})",
                     route.backend, route.reason

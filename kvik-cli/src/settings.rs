@@ -7,7 +7,6 @@ use kvik_policy::Settings;
 
 use crate::CliError;
 use crate::error::print_json;
-use crate::transfer::policy_error;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -17,7 +16,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<(), CliError> {
-    let settings = Settings::global().map_err(policy_error)?;
+    let settings = Settings::global()?;
     if args.json {
         return print_json(&settings);
     }

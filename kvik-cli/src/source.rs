@@ -12,6 +12,9 @@
 //!
 //! The path is opened once, with `O_NONBLOCK` so that a FIFO without a
 //! writer cannot hang the open, and only that descriptor is used after.
+//!
+//! A URL (`s3://`, `http://`, `https://`) is a remote object, read through
+//! kvik-remote in parallel ranged GETs: [`open_remote`].
 
 use std::fs::File;
 use std::io::{self, Read as _};
@@ -34,6 +37,8 @@ pub enum SourceKind {
     /// A named pipe.
     Fifo,
     CharacterDevice,
+    /// An object on S3 or an HTTP(S) server (kvik-remote).
+    Remote,
 }
 
 impl SourceKind {
@@ -46,6 +51,7 @@ impl SourceKind {
             SourceKind::Pipe => "a pipe",
             SourceKind::Fifo => "a FIFO",
             SourceKind::CharacterDevice => "a character device",
+            SourceKind::Remote => "a remote object",
         }
     }
 }
@@ -259,6 +265,22 @@ impl Source {
         }
         Ok(done)
     }
+}
+
+/// Open the remote object at `url` for reading with the command's
+/// settings: `--threads` (`num_threads`) is how many ranged GETs are in
+/// flight at once, `--task-size` (`task_size`) how large each is, as
+/// KvikIO runs one GET per pool thread and task. The retry policy is
+/// kvik-remote's (`KVIKIO_HTTP_*`), credentials the usual `AWS_*`.
+pub fn open_remote(
+    url: &str,
+    settings: &kvik_policy::Settings,
+) -> Result<kvik_remote::Source, CliError> {
+    let file = kvik_remote::RemoteOptions::new()
+        .max_in_flight(settings.num_threads())
+        .task_size(settings.task_size())
+        .open(url)?;
+    Ok(kvik_remote::Source::Remote(file))
 }
 
 /// `read`, retried on EINTR.

@@ -8,9 +8,9 @@ use std::time::Instant;
 use kvik_policy::{FileHandle, Size};
 
 use crate::CliError;
+use crate::args::IoArgs;
 use crate::output_file::{self, Durability, OutputFile};
 use crate::report;
-use crate::transfer::{self, IoArgs, parse_positive_size};
 
 /// What to fill the file with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -26,7 +26,7 @@ pub struct Args {
     /// The file to write (replaced if it exists).
     pub file: PathBuf,
     /// How many bytes (or 4KiB, 1GiB, …).
-    #[arg(long, value_name = "N", value_parser = parse_positive_size)]
+    #[arg(long, value_name = "N", value_parser = crate::args::positive_size)]
     pub size: u64,
     #[arg(long, value_enum, default_value_t = Pattern::Random)]
     pub pattern: Pattern,
@@ -34,7 +34,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Write at most this much at a time from one reused buffer.
-    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_positive_size)]
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = crate::args::positive_size)]
     pub buffer: u64,
     /// Return only when the file is durable: fsync it and its directory
     /// (without it, the data is synced and the file renamed into place, but
@@ -55,7 +55,7 @@ struct Output<'a> {
     pattern: Pattern,
     #[serde(skip_serializing_if = "Option::is_none")]
     checksum_crc32: Option<String>,
-    memory: transfer::MemoryChoice,
+    memory: crate::args::MemoryChoice,
     settings: kvik_policy::Settings,
     committed: output_file::Committed,
     report: kvik_policy::PathReport,
@@ -76,7 +76,7 @@ pub fn write_pattern(
     size: u64,
     pattern: Pattern,
     seed: u64,
-    buffer: &mut transfer::WindowBuffer,
+    buffer: &mut crate::window::WindowBuffer,
     bar: &indicatif::ProgressBar,
 ) -> Result<Written, CliError> {
     let mut hasher = crc32fast::Hasher::new();
@@ -91,12 +91,10 @@ pub fn write_pattern(
                 Pattern::Random => fill_random(window, seed, done),
                 Pattern::Zeros => window.fill(0),
             }
-            transfer::crc_update(&mut hasher, window);
+            crate::checksum::crc_update(&mut hasher, window);
         })?;
         let start = Instant::now();
-        let t = buffer
-            .write(file, n, done)
-            .map_err(transfer::policy_error)?;
+        let t = buffer.write(file, n, done)?;
         seconds += start.elapsed().as_secs_f64();
         match &mut report {
             None => report = Some(t.report),
@@ -141,15 +139,17 @@ fn splitmix64(x: u64) -> u64 {
 }
 
 pub fn run(args: &Args) -> Result<(), CliError> {
+    crate::args::local_destination("FILE", &args.file)?;
     let settings = args.io.settings()?;
-    let memory = transfer::choose_memory(args.io.host, args.io.device)?;
+    let memory = args.io.memory.choose()?;
     let mut output = OutputFile::create(&args.file, Some(args.size), None)?;
     let file = output.handle("w", &settings)?;
     // Windows are whole words so each starts the pattern on a word.
     let window = args.size.min(args.buffer.next_multiple_of(8));
-    let mut buffer = transfer::WindowBuffer::new(&memory, window).map_err(|e| output.failed(e))?;
+    let mut buffer =
+        crate::window::WindowBuffer::new(&memory, window).map_err(|e| output.failed(e))?;
     buffer.prepare(&file).map_err(|e| output.failed(e))?;
-    let bar = transfer::progress(args.size, "write", args.io.json);
+    let bar = crate::progress::bar(args.size, "write", args.io.json);
     let written = write_pattern(&file, args.size, args.pattern, args.seed, &mut buffer, &bar)
         .map_err(|e| output.failed(e))?;
     bar.finish_and_clear();
@@ -164,7 +164,10 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         seconds: written.seconds,
         bytes_per_second: args.size as f64 / written.seconds.max(f64::MIN_POSITIVE),
         pattern: args.pattern,
-        checksum_crc32: args.io.checksum.then(|| transfer::crc_hex(written.crc32)),
+        checksum_crc32: args
+            .io
+            .checksum
+            .then(|| crate::checksum::crc_hex(written.crc32)),
         memory,
         settings,
         committed,
@@ -194,9 +197,9 @@ fn render(out: &Output<'_>) -> String {
         "  {} bytes in {:.4} s: {}",
         out.bytes,
         out.seconds,
-        transfer::rate(out.bytes, out.seconds)
+        report::rate(out.bytes, out.seconds)
     );
-    transfer::checksum_and_memory(&mut text, out.checksum_crc32.as_ref(), &out.memory);
+    report::checksum_and_memory(&mut text, out.checksum_crc32.as_ref(), &out.memory);
     text.push_str(&output_file::summary(&out.committed));
     let _ = writeln!(text, "\npath report\n{}", out.report);
     text

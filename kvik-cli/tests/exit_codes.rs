@@ -206,6 +206,84 @@ fn what_this_machine_cannot_do_is_2_and_what_runs_out_is_1() {
     check(&rows);
 }
 
+/// Remote objects, through the real binary and a real server on
+/// localhost: what the request as given cannot change is 2 (a bad URL, a
+/// missing or forbidden object, another 4xx, a server without byte ranges,
+/// a range past the end, a bad `KVIKIO_HTTP_*`); the network and the
+/// server failing while it runs is 1 (a refused connection, 5xx after
+/// every attempt, a timeout, a body cut short).
+#[test]
+fn remote_objects_follow_the_same_rule() {
+    use kvik_test_support::http_server::{Reply, Request, Script, Server, refused_url};
+    use std::sync::Arc;
+    let paths = [
+        "/data.bin",
+        "/forbidden.bin",
+        "/gone.bin",
+        "/whole.bin",
+        "/busy.bin",
+        "/broken.bin",
+        "/silent.bin",
+        "/short.bin",
+    ];
+    let object: Arc<[u8]> = vec![7u8; 4096].into();
+    let script: Script = Arc::new(|r: &Request| match (r.path.as_str(), r.method.as_str()) {
+        ("/forbidden.bin", _) => Reply::Status(403),
+        ("/gone.bin", _) => Reply::Status(410),
+        (_, "HEAD") | ("/data.bin", _) => Reply::Serve,
+        ("/whole.bin", _) => Reply::WholeObject,
+        ("/busy.bin", _) => Reply::Status(503),
+        ("/broken.bin", _) => Reply::Status(500),
+        ("/silent.bin", _) => Reply::NoAnswer,
+        _ => Reply::Truncate { after: 10 },
+    });
+    let server = Server::start(paths.iter().map(|p| (*p, object.clone())).collect(), script);
+    let url = |path: &str| server.url(path);
+    let (data, missing, forbidden, gone) = (
+        url("/data.bin"),
+        url("/missing.bin"),
+        url("/forbidden.bin"),
+        url("/gone.bin"),
+    );
+    let (whole, busy, broken, silent, short) = (
+        url("/whole.bin"),
+        url("/busy.bin"),
+        url("/broken.bin"),
+        url("/silent.bin"),
+        url("/short.bin"),
+    );
+    let refused = refused_url("/data.bin");
+    check(&[
+        // 2: the request as given cannot succeed.
+        row(&["read", "http://"], 2, &["http://"]),
+        row(&["read", &missing], 2, &[&missing, "not found (HTTP 404)"]),
+        row(&["copy", &missing, "/nonexistent/dst"], 2, &[&missing]),
+        row(
+            &["read", &forbidden],
+            2,
+            &[&forbidden, "access denied (HTTP 403)"],
+        ),
+        row(&["read", &gone], 2, &[&gone, "HTTP 410"]),
+        row(&["read", &whole], 2, &[&whole, "byte ranges"]),
+        row(
+            &["read", &data, "--offset", "4000", "--size", "100"],
+            2,
+            &["beyond the end"],
+        ),
+        row(&["read", &data], 2, &["KVIKIO_HTTP_TIMEOUT"]).env("KVIKIO_HTTP_TIMEOUT", "soon"),
+        row(&["bench", "--file", &missing], 2, &[&missing]),
+        // 1: the network or the server failed while it ran.
+        row(&["read", &refused], 1, &[&refused]),
+        row(&["read", &busy], 1, &[&busy, "HTTP 503", "2 attempts"])
+            .env("KVIKIO_HTTP_MAX_ATTEMPTS", "2"),
+        row(&["read", &broken], 1, &[&broken, "HTTP 500"]).env("KVIKIO_HTTP_STATUS_CODES", "503"),
+        row(&["read", &silent], 1, &[&silent, "timed out"])
+            .env("KVIKIO_HTTP_TIMEOUT", "1")
+            .env("KVIKIO_HTTP_MAX_ATTEMPTS", "1"),
+        row(&["read", &short], 1, &[&short, "incomplete body"]),
+    ]);
+}
+
 /// `sh -c SCRIPT` in a new mount namespace (a user namespace too, so that
 /// no privilege is needed where they are allowed), `KVIK` set to the
 /// binary; `None` where namespaces are not allowed.

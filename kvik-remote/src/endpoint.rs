@@ -285,8 +285,10 @@ pub(crate) fn display_url(url: &Url) -> String {
     text
 }
 
-/// [`display_url`] for text that may not parse.
-pub(crate) fn redact(url: &str) -> String {
+/// A URL as reports and errors show it, for text that may not parse:
+/// without user info, query string (a presigned URL's signature is a
+/// credential) or fragment; `?…` marks that there was a query.
+pub fn redact(url: &str) -> String {
     match Url::parse(url) {
         Ok(parsed) => display_url(&parsed),
         Err(_) => url.split(['?', '#']).next().unwrap_or_default().to_string(),

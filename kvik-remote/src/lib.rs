@@ -35,7 +35,7 @@ pub mod settings;
 mod sink;
 mod source;
 
-pub use endpoint::{S3Options, is_remote_url};
+pub use endpoint::{S3Options, is_remote_url, redact};
 pub use error::{Error, Result};
 pub use file::{RemoteFile, RemoteOptions};
 pub use read::{PendingRead, RemoteTransfer};

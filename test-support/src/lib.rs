@@ -8,7 +8,12 @@
 //! * `KVIK_REQUIRE_GPU=1`: [`gpu_or_skip`] (and [`gpu_and_cufile_or_skip`])
 //!   panic where they would skip (the GPU machine's run, `gpu/run-all.sh`);
 //! * `KVIK_REQUIRE_CUFILE=1`: [`cufile_or_skip`] and [`library_var_or_skip`]
-//!   panic where libcufile is missing (CI, which downloads it).
+//!   panic where libcufile is missing (CI, which downloads it);
+//! * `KVIK_REQUIRE_REMOTE=1`: [`moto::moto`] panics where moto is missing
+//!   (CI, which installs it).
+//!
+//! For remote reads: [`http_server`], an HTTP/1.1 server on localhost with
+//! byte ranges that misbehaves on cue, and [`moto`], a real S3 endpoint.
 //!
 //! [`skip`] alone is for skips that have nothing to do with a GPU or
 //! libcufile (O_DIRECT on tmpfs, running as root, a missing tool): it never
@@ -29,6 +34,9 @@
 //! }
 //! ```
 
+pub mod http_server;
+pub mod moto;
+
 use std::fmt::Display;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -41,6 +49,9 @@ pub use gds_core::cuda::CudaDriver;
 pub const REQUIRE_GPU: &str = "KVIK_REQUIRE_GPU";
 /// Set to `1` where libcufile must be found: libcufile skips fail instead.
 pub const REQUIRE_CUFILE: &str = "KVIK_REQUIRE_CUFILE";
+/// Set to `1` where moto (a real S3 server) must be found: remote skips
+/// fail instead.
+pub const REQUIRE_REMOTE: &str = "KVIK_REQUIRE_REMOTE";
 /// The directory test files go to (default: the system temp directory).
 pub const TEST_DIR: &str = "KVIK_TEST_DIR";
 

@@ -1,6 +1,7 @@
 //! The stack's dependency rule: crates depend only on crates below them
-//! (kvik-cli, kvik-python → kvik-policy → gds-core → cufile-sys, cufile-config), so a user
-//! who validates configs builds no FFI and one who needs raw cuFile gets no
+//! (kvik-cli → kvik-remote → kvik-policy; kvik-python → kvik-policy;
+//! kvik-policy → gds-core → cufile-sys, cufile-config), so a user who
+//! validates configs builds no FFI and one who needs raw cuFile gets no
 //! thread pool. The test helpers (`kvik-test-support`) are a dev-dependency
 //! only: no library or binary a user builds contains them.
 
@@ -19,7 +20,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "kvik-cli",
-        &["kvik-policy", "gds-core", "cufile-sys", "cufile-config"],
+        &[
+            "kvik-remote",
+            "kvik-policy",
+            "gds-core",
+            "cufile-sys",
+            "cufile-config",
+        ],
     ),
     (
         "kvik-python",

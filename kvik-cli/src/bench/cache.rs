@@ -110,10 +110,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         std::fs::write(&path, vec![7u8; 4 << 20]).unwrap();
-        let before = crate::transfer::page_cache_residency(&path, 0, 4 << 20).unwrap();
+        let before = crate::page_cache::residency(&path, 0, 4 << 20).unwrap();
         assert_eq!(before, 1.0);
         drop_file_pages(&path).unwrap();
-        let after = crate::transfer::page_cache_residency(&path, 0, 4 << 20).unwrap();
+        let after = crate::page_cache::residency(&path, 0, 4 << 20).unwrap();
         // Some filesystems (tmpfs) cannot drop pages: they have no backing
         // store. Then the residency stays, and that is what we must report.
         let fs = gds_core::platform::filesystem(dir.path()).unwrap();

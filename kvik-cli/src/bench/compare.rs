@@ -1,10 +1,9 @@
 //! Figures against each other: the best reference of each kind, every
-//! ratio, issue 7's targets, and notes on figures not to trust.
+//! ratio, the throughput targets, and notes on figures not to trust.
 
 use super::cache::ColdCache;
 use super::stats::{self, ratio};
 use super::{Case, MemoryTarget, RefKind, Reference, Target, Workload};
-use crate::transfer;
 
 /// The best tool figure (dd, fio) for `workload`, any thread count.
 pub fn best_tool(refs: &[Reference], workload: Workload) -> Option<&Reference> {
@@ -75,7 +74,7 @@ pub fn compare(cases: &mut [Case], refs: &mut [Reference]) {
     }
 }
 
-/// The case issue 7's targets judge: the default settings when measured,
+/// The case the throughput targets judge: the default settings when measured,
 /// else the fastest configuration; the whole range into one buffer.
 fn judged(cases: &[Case], memory: MemoryTarget, workload: Workload) -> Option<&Case> {
     let candidates = || {
@@ -127,7 +126,7 @@ fn target(name: &str, ours: &Case, reference: &Reference, goal: f64) -> Option<T
     })
 }
 
-/// Issue 7's targets that this run's figures can judge.
+/// The throughput targets that this run's figures can judge.
 pub fn targets(cases: &[Case], refs: &[Reference]) -> Vec<Target> {
     let mut out = Vec::new();
     if let (Some(ours), Some(tool)) = (
@@ -286,7 +285,7 @@ pub fn cold_notes(cases: &[Case], cold: &ColdCache) -> Vec<String> {
             format!(
                 "{} ({})",
                 c.label(),
-                transfer::percent(c.page_cache_resident_max)
+                crate::report::percent(c.page_cache_resident_max)
             )
         })
         .collect();

@@ -62,6 +62,17 @@ impl Machine {
         }
     }
 
+    /// A note when other processes were running at the start (the load
+    /// average above 0.5): figures are then noisier than the machine.
+    pub fn busy_note(&self) -> Option<String> {
+        let load = self.load_average_start.filter(|&load| load > 0.5)?;
+        Some(format!(
+            "load average {load:.2} at the start on {} cores: other processes were running; \
+             read the spreads (min–max) before the medians",
+            self.cores
+        ))
+    }
+
     /// One line for the report's header.
     pub fn summary(&self) -> String {
         let mut parts = vec![format!(

@@ -26,7 +26,6 @@ use super::reference;
 use super::stats::{Summary, ratio, times};
 use super::{Memory, MemoryTarget, RefKind, Target, Window, device};
 use crate::CliError;
-use crate::transfer::{self, parse_positive_size};
 
 /// The workload pattern.
 #[derive(
@@ -54,7 +53,7 @@ pub struct RandomArgs {
     )]
     pub pattern: Vec<Pattern>,
     /// Random pattern: read sizes, comma-separated.
-    #[arg(long = "io-size", value_name = "SIZE,…", value_delimiter = ',', default_value = "4KiB,64KiB,1MiB", value_parser = parse_positive_size)]
+    #[arg(long = "io-size", value_name = "SIZE,…", value_delimiter = ',', default_value = "4KiB,64KiB,1MiB", value_parser = crate::args::positive_size)]
     pub io_sizes: Vec<u64>,
     /// Random pattern: reads per batch (default: 256 MiB / read size,
     /// between 256 and 20,000).
@@ -388,7 +387,7 @@ enum Owned {
 impl Owned {
     fn new(memory: MemoryTarget, len: u64) -> Result<Owned, String> {
         match memory {
-            MemoryTarget::Host => transfer::host_buffer(len)
+            MemoryTarget::Host => crate::window::host_buffer(len)
                 .map(Owned::Host)
                 .map_err(|e| e.to_string()),
             MemoryTarget::Device(n) => {
@@ -576,7 +575,7 @@ fn kvikio_reference(k: &KvikioRandom, memories: &[MemoryTarget]) -> RandomRefere
     }
 }
 
-/// Ratios to fio and KvikIO, and issue 13's targets.
+/// Ratios to fio and KvikIO, and the random-read targets.
 fn compare(run: &mut RandomRun) {
     let find = |kind: RefKind, io_size: u64, threads: usize| {
         run.references

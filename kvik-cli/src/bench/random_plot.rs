@@ -3,8 +3,8 @@
 //! solid (one line per memory, thread count and window, min–max as bars),
 //! references dashed (fio randread, KvikIO), one line per thread count.
 //!
-//! [`draw_all`] is what `kvik bench --plot` calls: the sequential panels
-//! (`plot::draw`) at the path asked for, and the random chart there too when
+//! [`render_all`] is what `kvik bench --plot` calls: the sequential panels
+//! (`plot::render`) at the path asked for, and the random chart there too when
 //! the run has only random figures, else beside it (`NAME-random.svg`).
 
 use std::collections::BTreeMap;

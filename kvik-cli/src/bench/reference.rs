@@ -9,7 +9,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-/// `dd`'s block size (SPEC §7's figures use 16 MiB blocks).
+use kvik_policy::AlignedBuffer;
+
+use super::args::Op;
+use super::cache::ColdCache;
+use super::device;
+use super::results::{MemoryTarget, RefKind, Reference, Workload};
+use super::stats::Summary;
+
+/// `dd`'s block size (`bs=16M`, as bench/README.md describes).
 pub const DD_BLOCK: u64 = 16 << 20;
 
 /// The fio engines compared, and the queue depth of the asynchronous ones
@@ -247,8 +255,220 @@ pub fn parse_kvikio_lines(text: &str) -> Result<Vec<KvikioResult>, String> {
     Ok(results)
 }
 
+// The reference points of a run, measured.
+
+/// What the reference measurements need to know.
+pub(super) struct RefContext<'a> {
+    pub path: &'a Path,
+    pub scratch: &'a Path,
+    pub size: u64,
+    pub reps: u32,
+    pub threads: &'a [usize],
+    pub workloads: &'a [Workload],
+    pub cold: Option<&'a ColdCache>,
+    pub fio_block: u64,
+}
+
+pub(super) fn reference(
+    name: String,
+    kind: RefKind,
+    memory: MemoryTarget,
+    workload: Workload,
+) -> Reference {
+    Reference {
+        name,
+        kind,
+        memory,
+        workload,
+        threads: 1,
+        direct: false,
+        block_size: None,
+        bytes: 0,
+        command: None,
+        throughput: None,
+        error: None,
+        vs_best_tool: None,
+    }
+}
+
+/// Run `once` (bytes per second) once untimed and `reps` times timed,
+/// emptying the cache before each timed run when `cold`.
+pub(super) fn repeat(
+    ctx: &RefContext<'_>,
+    cold: bool,
+    mut once: impl FnMut() -> Result<f64, String>,
+) -> Result<Summary, String> {
+    once()?;
+    let mut rates = Vec::new();
+    for _ in 0..ctx.reps {
+        if cold {
+            ctx.cold.ok_or("no cold-cache method")?.drop(ctx.path)?;
+        }
+        rates.push(once()?);
+    }
+    Summary::from_rates(rates).ok_or_else(|| "no valid figures".to_string())
+}
+
+pub(super) fn memcpy_refs(ctx: &RefContext<'_>, src: &AlignedBuffer) -> Vec<Reference> {
+    // A destination the system refuses makes every row an error, not a crash.
+    let mut dst = crate::window::host_buffer(ctx.size).map_err(|e| e.to_string());
+    ctx.threads
+        .iter()
+        .map(|&threads| {
+            let mut r = reference(
+                "memcpy".into(),
+                RefKind::Ceiling,
+                MemoryTarget::Host,
+                Workload::READ_HOT,
+            );
+            r.threads = threads;
+            r.bytes = ctx.size;
+            let result = match &mut dst {
+                Ok(dst) => repeat(ctx, false, || {
+                    Ok(ctx.size as f64 / memcpy_seconds(dst, src, threads))
+                }),
+                Err(e) => Err(e.clone()),
+            };
+            set_result(&mut r, result);
+            r
+        })
+        .collect()
+}
+
+pub(super) fn htod_refs(
+    ctx: &RefContext<'_>,
+    ordinal: u32,
+    host: &AlignedBuffer,
+    notes: &mut Vec<String>,
+) -> Vec<Reference> {
+    let memory = MemoryTarget::Device(ordinal);
+    match device::htod_seconds(ordinal, host, ctx.reps as usize) {
+        Ok((pinned, pageable)) => [
+            ("pinned host→device copy", pinned),
+            ("pageable host→device copy", pageable),
+        ]
+        .into_iter()
+        .map(|(name, seconds)| {
+            let mut r = reference(name.into(), RefKind::Ceiling, memory, Workload::READ_HOT);
+            r.bytes = ctx.size;
+            r.throughput = Summary::from_seconds(ctx.size, &seconds);
+            r
+        })
+        .collect(),
+        Err(e) => {
+            notes.push(format!("{memory} host→device ceiling: {e}"));
+            vec![]
+        }
+    }
+}
+
+pub(super) fn dd_refs(ctx: &RefContext<'_>) -> Vec<Reference> {
+    let mut out = Vec::new();
+    for &workload in ctx.workloads {
+        let variants: &[bool] = match workload {
+            Workload::READ_HOT => &[false],
+            _ => &[false, true],
+        };
+        for &direct in variants {
+            let args = match workload.op {
+                Op::Read => dd_read_args(ctx.path, direct),
+                Op::Write => dd_write_args(ctx.scratch, ctx.size, direct),
+            };
+            let name = format!("dd bs=16M {}", if direct { "O_DIRECT" } else { "buffered" });
+            let mut r = reference(name, RefKind::Tool, MemoryTarget::Host, workload);
+            r.direct = direct;
+            r.block_size = Some(DD_BLOCK);
+            r.bytes = match workload.op {
+                Op::Read => ctx.size,
+                Op::Write => (ctx.size / DD_BLOCK).max(1) * DD_BLOCK,
+            };
+            r.command = Some(command_line("dd", &args));
+            let cold = workload == Workload::READ_COLD;
+            set_result(&mut r, repeat(ctx, cold, || run_dd(&args)));
+            out.push(r);
+        }
+    }
+    out
+}
+
+pub(super) fn fio_refs(ctx: &RefContext<'_>) -> Vec<Reference> {
+    let mut out = Vec::new();
+    for &workload in ctx.workloads.iter().filter(|w| w.op == Op::Read) {
+        let variants: &[bool] = match workload {
+            Workload::READ_HOT => &[false],
+            _ => &[false, true],
+        };
+        for &direct in variants {
+            for engine in FIO_ENGINES {
+                for &threads in ctx.threads {
+                    let job = FioJob {
+                        engine,
+                        threads,
+                        direct,
+                        block: ctx.fio_block,
+                    };
+                    let name = format!(
+                        "fio {engine} {}",
+                        if direct { "O_DIRECT" } else { "buffered" }
+                    );
+                    let mut r = reference(name, RefKind::Tool, MemoryTarget::Host, workload);
+                    r.threads = threads;
+                    r.direct = direct;
+                    r.block_size = Some(ctx.fio_block);
+                    let cold = workload == Workload::READ_COLD;
+                    let result = fio_args(ctx.path, ctx.size, &job).and_then(|args| {
+                        r.command = Some(command_line("fio", &args));
+                        let share = ctx.size / threads as u64 / ctx.fio_block * ctx.fio_block;
+                        r.bytes = share * threads as u64;
+                        repeat(ctx, cold, || run_fio(&args))
+                    });
+                    set_result(&mut r, result);
+                    out.push(r);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// KvikIO's figures (reads into GPU memory from a page-cached file) as
+/// peers of our device rows; of GPU 0 unless only another GPU is measured.
+pub(super) fn kvikio_refs(results: &[KvikioResult], memories: &[MemoryTarget]) -> Vec<Reference> {
+    let memory = memories
+        .iter()
+        .copied()
+        .find(|m| matches!(m, MemoryTarget::Device(_)))
+        .unwrap_or(MemoryTarget::Device(0));
+    results
+        .iter()
+        .map(|k| {
+            let name = format!("KvikIO {} (compat {})", k.version, k.compat);
+            let mut r = reference(name, RefKind::Peer, memory, Workload::READ_HOT);
+            r.threads = k.threads;
+            r.block_size = Some(k.task_size);
+            r.bytes = k.bytes;
+            r.command = Some(format!(
+                "python3 bench/kvikio_bench.py FILE --threads {} --task-size {} --compat {}",
+                k.threads, k.task_size, k.compat
+            ));
+            r.throughput =
+                Summary::from_figures(k.gbps_median * 1e9, k.gbps_min * 1e9, k.gbps_max * 1e9);
+            r
+        })
+        .collect()
+}
+
+pub(super) fn set_result(r: &mut Reference, result: Result<Summary, String>) {
+    match result {
+        Ok(s) => r.throughput = Some(s),
+        Err(e) => r.error = Some(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::super::compare::{compare, targets};
+    use super::super::results::Case;
     use super::*;
 
     #[test]
@@ -359,5 +579,72 @@ mod tests {
     fn which_finds_sh() {
         assert!(which("sh").is_some());
         assert!(which("kvik-no-such-program").is_none());
+    }
+
+    #[test]
+    fn kvikio_results_become_peers_at_each_thread_count() {
+        let k = |threads, median| KvikioResult {
+            tool: "kvikio".into(),
+            version: "26.10.0".into(),
+            compat: "on".into(),
+            threads,
+            task_size: 4 << 20,
+            bytes: 1 << 30,
+            gbps_median: median,
+            gbps_min: median - 1.0,
+            gbps_max: median + 1.0,
+        };
+        let mut refs = kvikio_refs(
+            &[k(1, 7.6), k(4, 25.3)],
+            &[MemoryTarget::Host, MemoryTarget::Device(0)],
+        );
+        let mut pinned = reference(
+            "pinned host→device copy".into(),
+            RefKind::Ceiling,
+            MemoryTarget::Device(0),
+            Workload::READ_HOT,
+        );
+        pinned.throughput = Summary::from_rates(vec![55.4e9]);
+        refs.push(pinned);
+        let case = |threads, median: f64, defaults| Case {
+            memory: MemoryTarget::Device(0),
+            workload: Workload::READ_HOT,
+            threads,
+            task_size: 4 << 20,
+            bounce_buffer_size: Some(16 << 20),
+            window: None,
+            defaults,
+            bytes: 1 << 30,
+            backend: Some("posix".into()),
+            direct_io: None,
+            page_cache_resident_max: Some(1.0),
+            throughput: Summary::from_rates(vec![median]),
+            error: None,
+            vs_best_tool: None,
+            vs_ceiling: None,
+            vs_kvikio: None,
+        };
+        let mut cases = vec![
+            case(1, 9.8e9, false),
+            case(4, 37.6e9, false),
+            case(16, 51e9, true),
+        ];
+        compare(&mut cases, &mut refs);
+        assert!((cases[1].vs_kvikio.unwrap() - 37.6 / 25.3).abs() < 1e-9);
+        assert_eq!(cases[2].vs_kvikio, None, "KvikIO did not run 16 threads");
+        assert!((cases[2].vs_ceiling.unwrap() - 51.0 / 55.4).abs() < 1e-9);
+        let t = targets(&cases, &refs);
+        let names: Vec<&str> = t.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            vec![
+                "device:0, page-cached file: ≥ 0.9× the pinned host→device ceiling",
+                "device:0: our defaults ≥ 6× KvikIO's defaults (1 thread)",
+                "device:0, 1 threads: ≥ 1.0× KvikIO",
+                "device:0, 4 threads: ≥ 1.0× KvikIO",
+            ]
+        );
+        assert!(t[0].met && t[1].met && t[2].met && t[3].met);
+        assert!((t[1].ratio - 51.0 / 7.6).abs() < 1e-9);
     }
 }

@@ -43,9 +43,10 @@ pub(super) fn header(r: &Report) -> String {
         "  file      {}, {}{}",
         r.file.path.display(),
         Size(r.file.bytes),
-        match (r.file.created, r.file.kept) {
-            (true, true) => " (created with random bytes, kept)",
-            (true, false) => " (created with random bytes, removed afterwards)",
+        match (r.remote.is_some(), r.file.created, r.file.kept) {
+            (true, _, _) => " (a remote object, read through kvik-remote)",
+            (_, true, true) => " (created with random bytes, kept)",
+            (_, true, false) => " (created with random bytes, removed afterwards)",
             _ => " (existing file)",
         }
     );
@@ -59,14 +60,23 @@ pub(super) fn header(r: &Report) -> String {
     if let Some(cold) = &r.cold_cache {
         let _ = writeln!(o, "  cold      {}", cold.method);
     }
-    let _ = writeln!(
-        o,
-        "  defaults  {} threads (cores, at most 16), {} tasks, {} bounce buffers; compat {}",
-        r.defaults.num_threads,
-        Size(r.defaults.task_size),
-        Size(r.defaults.bounce_buffer_size),
-        r.compat_mode
-    );
+    if r.remote.is_some() {
+        let _ = writeln!(
+            o,
+            "  defaults  {} GETs in flight (num_threads), {} tasks (one ranged GET each)",
+            r.defaults.num_threads,
+            Size(r.defaults.task_size),
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "  defaults  {} threads (cores, at most 16), {} tasks, {} bounce buffers; compat {}",
+            r.defaults.num_threads,
+            Size(r.defaults.task_size),
+            Size(r.defaults.bounce_buffer_size),
+            r.compat_mode
+        );
+    }
 
     o
 }

@@ -1,9 +1,11 @@
 //! Shared helpers for kvik-remote's integration tests: the scriptable HTTP
-//! server, moto (a real S3 endpoint), object contents, settings.
+//! server and moto (a real S3 endpoint), both from kvik-test-support (the
+//! CLI's tests use them too); object contents, settings.
 #![allow(dead_code)]
 
-pub mod moto;
-pub mod server;
+// Each test binary (and the benchmark example) uses its own share.
+#[allow(unused_imports)]
+pub use kvik_test_support::{http_server as server, moto};
 
 use std::sync::Arc;
 use std::time::Duration;

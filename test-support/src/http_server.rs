@@ -56,6 +56,7 @@ pub fn serve_all() -> Script {
     Arc::new(|_| Reply::Serve)
 }
 
+#[derive(Debug)]
 pub struct Server {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
@@ -316,4 +317,14 @@ fn idle(stop: &AtomicBool) {
 /// Close with a TCP reset: SO_LINGER with a zero timeout, then close.
 fn reset(stream: &TcpStream) {
     let _ = rustix::net::sockopt::set_socket_linger(stream, Some(Duration::ZERO));
+}
+
+/// `http://127.0.0.1:PORT{path}` where nothing listens (a port just
+/// released): a connection to it is refused.
+pub fn refused_url(path: &str) -> String {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind 127.0.0.1:0")
+        .port();
+    format!("http://127.0.0.1:{port}{path}")
 }

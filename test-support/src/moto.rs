@@ -51,7 +51,7 @@ pub fn moto() -> Option<&'static Moto> {
     let moto = MOTO.get_or_init(start).as_ref();
     if moto.is_none() {
         assert!(
-            std::env::var("KVIK_REQUIRE_REMOTE").as_deref() != Ok("1"),
+            !crate::required(crate::REQUIRE_REMOTE),
             "KVIK_REQUIRE_REMOTE=1 but moto is not installed (python3 -m pip install 'moto[server]')"
         );
         // Past the test harness's capture: the terminal shows it.
