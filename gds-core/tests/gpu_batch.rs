@@ -117,7 +117,11 @@ fn settle(
     match results {
         Ok(results) => Some(results),
         Err(Error::Batch {
-            problem: BatchProblem::Timeout { in_flight, waited_ms },
+            problem:
+                BatchProblem::Timeout {
+                    in_flight,
+                    waited_ms,
+                },
         }) => {
             say(&format!(
                 "RESULT: registered={registered}: {in_flight} entries still in flight after \

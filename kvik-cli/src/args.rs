@@ -287,24 +287,6 @@ impl MemoryArgs {
         };
         Ok(MemoryChoice { kind, reason })
     }
-
-    /// The memory for reading a remote object: host memory unless
-    /// `--device N` asks for a GPU (kvik-remote then says whether it can
-    /// read into it).
-    pub fn choose_for_remote(&self) -> Result<MemoryChoice, CliError> {
-        match self.device {
-            Some(_) => self.choose(),
-            None => Ok(MemoryChoice {
-                kind: MemoryKind::Host,
-                reason: if self.host {
-                    "--host".into()
-                } else {
-                    "a remote object is read into host memory unless --device N asks for a GPU"
-                        .into()
-                },
-            }),
-        }
-    }
 }
 
 /// `host memory` / `GPU 0 memory`.

@@ -129,7 +129,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     };
     let (memory, identity) = match &src {
         Src::Local(local) => (args.io.memory.choose()?, Some(local.identity())),
-        Src::Remote(_) => (args.io.memory.choose_for_remote()?, None),
+        Src::Remote(_) => (args.io.memory.choose()?, None),
     };
     let mut output = OutputFile::create(&dst, size, identity)?;
     let out_file = output.handle("w", &settings)?;

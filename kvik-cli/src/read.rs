@@ -152,7 +152,7 @@ fn open_url(args: &Args, url: &str, settings: &kvik_policy::Settings) -> Result<
         source,
         size,
         resident: None,
-        memory: args.io.memory.choose_for_remote()?,
+        memory: args.io.memory.choose()?,
     })
 }
 

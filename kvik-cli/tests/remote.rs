@@ -276,16 +276,28 @@ fn a_copy_whose_source_resets_mid_body_leaves_no_partial_destination() {
 }
 
 #[test]
-fn device_memory_and_compat_mode_for_a_url_are_refused_with_exit_2() {
+fn device_memory_for_a_url_needs_a_gpu_and_compat_mode_is_refused() {
     let data = bytes(4096, 8);
     let server = serve(&data, serve_all());
     let url = server.url("/data.bin");
-    let out = run(&["read", &url, "--device", "0"]);
-    // Without a GPU, --device 0 is refused as for a file; with one,
-    // kvik-remote says it reads only into host memory (so far).
-    fails(&out, 2, &[]);
+    let out = run(&["read", &url, "--device", "0", "--checksum", "--json"]);
     if gds_core::cuda::probe().is_ok() {
-        fails(&out, 2, &[&url, "device memory"]);
+        // Into GPU memory, byte for byte.
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["report"]["memory"]["kind"], "device");
+        assert_eq!(
+            v["checksum_crc32"],
+            format!("{:08x}", crc32fast::hash(&data)).as_str()
+        );
+    } else {
+        // Without a GPU, --device 0 is refused as for a file.
+        fails(&out, 2, &["--device"]);
     }
     let out = run(&["read", &url, "--compat", "off"]);
     fails(&out, 2, &["--compat", &url]);
