@@ -52,37 +52,47 @@ cat "$FILE" > /dev/null
 section "KvikIO pread futures: random 4 KiB / 64 KiB / 1 MiB, compat ON, 1 and 16 threads"
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl 2>&1 | tail -3
 PYTHONPATH=/tmp/site timeout 300 python3 bench/kvikio_bench.py "$FILE" --pattern random \
-  --io-size 4KiB,64KiB,1MiB --threads 1,16 --compat on --reps 5 | tee "$OUT/kvikio-random.jsonl"
+  --io-size 4KiB,64KiB,1MiB --threads ${RANDOM_THREADS:-1,16} --compat on --reps ${RANDOM_REPS:-5} | tee "$OUT/kvikio-random.jsonl"
 KVIKIO_ARG=()
 if [ -s "$OUT/kvikio-random.jsonl" ]; then KVIKIO_ARG=(--kvikio-random "$OUT/kvikio-random.jsonl"); fi
 
 section "kvik bench --pattern random: host and GPU memory, 1 and 16 threads, fio randread in turn"
 timeout 300 "$KVIK" bench --pattern random --file "$FILE" --size 1GiB \
-  --memory host,device:0 --threads 1,16 --window all,16MiB --io-size 4KiB,64KiB,1MiB \
-  --cache hot --reps 5 --compat on "${KVIKIO_ARG[@]}" \
+  --memory host,device:0 --threads ${RANDOM_THREADS:-1,16} --window all,16MiB --io-size 4KiB,64KiB,1MiB \
+  --cache hot --reps ${RANDOM_REPS:-5} --compat on "${KVIKIO_ARG[@]}" \
   --save "$OUT/gpu-random.json" --plot "$OUT/gpu-random.svg" | tee "$OUT/gpu-random.txt"
 echo "exit=${PIPESTATUS[0]}"
 
-section "cold 1 GiB reads: page cache (defaults) against O_DIRECT, host memory, 3 rounds"
+section "cold 1 GiB reads: defaults (cold tasks with O_DIRECT), the page cache only, O_DIRECT throughout; host and GPU memory"
 # drop_caches between runs (root); the JSON's page_cache_resident_before shows 0.
+# defaults: cold_reads_direct on; page-cache: KVIK_COLD_READS_DIRECT=0 (before
+# cold routing); o_direct: KVIKIO_AUTO_DIRECT_IO_READ=1 (every aligned byte).
 {
-  for round in 1 2 3; do
-    for threads in 4 16; do
-      for direct in 0 1; do
-        sync; echo 3 > /proc/sys/vm/drop_caches
-        KVIKIO_AUTO_DIRECT_IO_READ=$direct timeout 60 "$KVIK" read "$FILE" --host \
-          --threads $threads --compat on --json > "$D/cold.json" 2>/dev/null
-        python3 - "$D/cold.json" "$direct" "$threads" <<'PY'
+  for round in $(seq "${COLD_ROUNDS:-3}"); do
+    for threads in ${COLD_THREADS:-4 16}; do
+      for memory in --host --device=0; do
+        for mode in defaults page-cache o_direct; do
+          case $mode in
+            defaults) env=() ;;
+            page-cache) env=(KVIK_COLD_READS_DIRECT=0) ;;
+            o_direct) env=(KVIKIO_AUTO_DIRECT_IO_READ=1) ;;
+          esac
+          [ "$mode" = o_direct ] && [ "$memory" != --host ] && continue
+          sync; echo 3 > /proc/sys/vm/drop_caches
+          env "${env[@]}" timeout 60 "$KVIK" read "$FILE" "$memory" \
+            --threads $threads --compat on --json > "$D/cold.json" 2>/dev/null
+          python3 - "$D/cold.json" "$mode" "$threads" "$memory" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-print(f"direct={sys.argv[2]} threads={sys.argv[3]} {d['bytes_per_second'] / 1e9:.3f} GB/s "
-      f"resident_before={d['page_cache_resident_before']} "
+print(f"{sys.argv[2]:<10} {sys.argv[4]:<10} threads={sys.argv[3]} {d['bytes_per_second'] / 1e9:.3f} GB/s "
+      f"resident_before={d.get('page_cache_resident_before')} "
       f"direct_bytes={d['report']['kvik']['direct_io']['bytes']}")
 PY
+        done
       done
     done
   done
-  command -v fio >/dev/null && for threads in 4 16; do
+  command -v fio >/dev/null && for threads in ${COLD_THREADS:-4 16}; do
     sync; echo 3 > /proc/sys/vm/drop_caches
     fio --name=cold --filename="$FILE" --readonly --rw=read --bs=4M --ioengine=psync --direct=1 \
       --numjobs=$threads --size=$((1073741824 / threads)) --offset_increment=$((1073741824 / threads)) \
@@ -90,6 +100,12 @@ PY
       | python3 -c "import json,sys; j=json.load(sys.stdin)['jobs'][0]; print('fio psync O_DIRECT threads=$threads', round(j['read']['bw_bytes']/1e9, 3), 'GB/s')"
   done
 } | tee "$OUT/cold-direct.txt"
+
+section "hot 1 GiB reads at defaults into GPU memory (cold routing must not slow them), 5 runs"
+cat "$FILE" > /dev/null
+for i in 1 2 3 4 5; do
+  timeout 60 "$KVIK" read "$FILE" --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print("hot defaults", d["memory"]["kind"], round(d["bytes_per_second"]/1e9, 2), "GB/s", d["report"]["kvik"]["direct_io"]["status"]["kind"])'
+done | tee "$OUT/hot-defaults.txt"
 
 rm -rf "$D"
 section "done in $((SECONDS - START)) s"

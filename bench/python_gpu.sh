@@ -45,7 +45,8 @@ python3 -c 'import kvik, json; print(json.dumps(kvik.check("'"$DIR"'")["verdict"
 
 if want compare; then
   section "the guide's example, byte-exact reads, ours vs KvikIO (bench/python_gpu.py all)"
-  timeout 420 python3 bench/python_gpu.py all --dir "$DIR" --out "$OUT/python-gpu.json"
+  # shellcheck disable=SC2086
+  timeout 420 python3 bench/python_gpu.py all --dir "$DIR" --out "$OUT/python-gpu.json" ${PY_GPU_ARGS:-}
   echo "exit=$?"
 fi
 

@@ -33,7 +33,7 @@ python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl
 PYTHONPATH=/tmp/site python3 -c 'import kvikio; print("kvikio", kvikio.__version__)'
 
 section "1 GiB over HTTP on localhost: ours (host) vs KvikIO (host, device) vs curl; 4 MiB tasks"
-timeout 420 .gpu/remote_bench --size 1GiB --in-flight 1,4,8,16 --task-size 4MiB --reps 5 \
+timeout 420 .gpu/remote_bench --size 1GiB --in-flight ${REMOTE_IN_FLIGHT:-1,4,8,16} --task-size 4MiB --reps ${REMOTE_REPS:-5} \
   --kvikio "env PYTHONPATH=/tmp/site python3 bench/remote_kvikio.py" \
   --json "$OUT/remote-h200.json" | tee "$OUT/remote-h200.txt"
 echo "exit=${PIPESTATUS[0]}"

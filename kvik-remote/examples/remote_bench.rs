@@ -182,6 +182,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })?;
         assert_eq!(crc32fast::hash(&buffer), checksum, "our bytes differ");
         let mut row = serde_json::json!({"in_flight": n, "ours": ours});
+        // Into GPU memory, where there is a GPU (through pinned staging).
+        if let Ok(ctx) = kvik_policy::gpu::context(0) {
+            let stream = ctx.default_stream();
+            let mut device = stream.alloc_zeros::<u8>(args.size as usize)?;
+            let ours_device = measure(args.reps, args.size, || {
+                file.read(&mut device, 0)?;
+                Ok(())
+            })?;
+            let back = stream.clone_dtoh(&device)?;
+            assert_eq!(crc32fast::hash(&back), checksum, "our device bytes differ");
+            row["ours_device"] = ours_device.into();
+        }
         if have_curl {
             let parallel = curl_parallel(&url, args.size, args.task_size, n);
             row["curl_parallel"] = measure(args.reps, args.size, || curl(&parallel))?.into();
@@ -232,6 +244,7 @@ fn print_row(row: &serde_json::Value) {
     println!("in flight {}:", row["in_flight"]);
     for key in [
         "ours",
+        "ours_device",
         "curl_parallel",
         "curl_processes",
         "kvikio_host",
@@ -243,10 +256,14 @@ fn print_row(row: &serde_json::Value) {
         let (min, max) = r
             .iter()
             .fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
-        let ratio = if key == "ours" {
-            String::new()
-        } else {
-            format!("   ours / this = {:.2}×", ours / median(&r))
+        let ratio = match key {
+            "ours" | "ours_device" => String::new(),
+            // Like for like: GPU memory against GPU memory.
+            "kvikio_device" => match rates("ours_device").filter(|d| !d.is_empty()) {
+                Some(d) => format!("   ours (device) / this = {:.2}×", median(&d) / median(&r)),
+                None => format!("   ours / this = {:.2}×", ours / median(&r)),
+            },
+            _ => format!("   ours / this = {:.2}×", ours / median(&r)),
         };
         println!(
             "  {key:<15} {:>6.2} [{min:.2}–{max:.2}] GB/s{ratio}",
