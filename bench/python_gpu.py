@@ -89,11 +89,11 @@ def guide(args) -> int:
             if report is not None:
                 cufile = report["cufile"]
                 entry["path"] = {
-                    "backend": report["kvik"]["backend"],
-                    "effective_compat_mode": report["kvik"]["effective_compat_mode"],
-                    "reason": report["kvik"]["reason"],
-                    "file_reasons": report["kvik"]["file_reasons"],
-                    "tasks": len(report["kvik"]["tasks"]),
+                    "backend": report["kvik"]["route"]["backend"],
+                    "effective_compat_mode": report["kvik"]["file"]["effective"],
+                    "reason": report["kvik"]["route"]["reason"],
+                    "file_routing": report["kvik"]["file"],
+                    "tasks": sum(run["count"] for run in report["kvik"]["tasks"]),
                     "cufile": cufile,
                 }
             result[mode] = entry
@@ -132,7 +132,7 @@ def exact(args) -> int:
     def check(name, mode, n, offset, got_bytes, report):
         ok = got_bytes == data[offset : offset + n].tobytes()
         cases.append({"case": name, "compat": mode, "bytes": n, "offset": offset, "ok": ok,
-                      "backend": report["kvik"]["backend"] if report else None})
+                      "backend": report["kvik"]["route"]["backend"] if report else None})
         if not ok:
             print(f"MISMATCH {name} compat {mode}", file=sys.stderr)
 
@@ -197,7 +197,7 @@ def speed(args) -> int:
                     rates.append(size / dt / 1e9)
                 backend = None
                 if args.impl == "kvik":
-                    backend = f.last_report["kvik"]["backend"]
+                    backend = f.last_report["kvik"]["route"]["backend"]
             emit({
                 "step": "speed", "impl": args.impl, "config": name, "settings": defaults_of(kvikio),
                 "backend": backend, "gbps_median": statistics.median(rates),

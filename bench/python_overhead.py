@@ -141,9 +141,13 @@ def run(args) -> dict:
         del buf
         buf = allocate(args.memory, size)
         result["large"] = {"bytes": size, **large_reads(f, buf, args.reps, args.memory)}
+        kvik_layer = f.last_report["kvik"]
         result["large"]["report_summary"] = {
-            k: f.last_report["kvik"][k] for k in ("backend", "threads", "task_size")
-        } | {"windows": f.last_report["windows"]}
+            "backend": kvik_layer["route"]["backend"],
+            "execution": kvik_layer["execution"],
+            "task_size": kvik_layer["task_size"],
+            "windows": f.last_report["windows"],
+        }
     result["machine"]["load_average_end"] = os.getloadavg()
     if not args.keep:
         os.unlink(path)
