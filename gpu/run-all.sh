@@ -62,6 +62,9 @@ fi
 echo "KVIK_CUFILE_LIBRARY=$LIB"
 export KVIK_CUFILE_LIBRARY=$LIB KVIK_CUFILE_LIBRARY_1_15=$LIB
 export KVIK_REQUIRE_GPU=1 KVIK_REQUIRE_CUFILE=1 RUST_BACKTRACE=1
+# Snapshot tests find their files from the workspace root (there is no
+# cargo here to ask).
+export INSTA_WORKSPACE_ROOT=$BUILD_ROOT
 export KVIK_TEST_DIR=/root/kvik-run-all
 rm -rf "$KVIK_TEST_DIR"; mkdir -p "$KVIK_TEST_DIR"
 

@@ -265,6 +265,9 @@ fn a_batch_reads_scattered_ranges_into_device_memory() {
             };
             let want = expected_len(len, offset, size);
             assert_eq!(bytes, want, "entry {i}: {size} bytes at {offset}");
+            if bytes == 0 {
+                continue; // past the end of the file: nothing to compare
+            }
             let got = stream
                 .clone_dtoh(&buffer.slice(i * slot..i * slot + bytes))
                 .unwrap();

@@ -131,6 +131,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         Src::Local(local) => (args.io.memory.choose()?, Some(local.identity())),
         Src::Remote(_) => (args.io.memory.choose()?, None),
     };
+    if matches!(memory.kind, kvik_policy::MemoryKind::Device { .. })
+        && settings.compat_mode() != kvik_policy::CompatMode::On
+    {
+        crate::output_file::name_temporaries_for_cufile();
+    }
     let mut output = OutputFile::create(&dst, size, identity)?;
     let out_file = output.handle("w", &settings)?;
     let copied = match (&mut src, size) {

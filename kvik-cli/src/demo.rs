@@ -94,6 +94,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let name = format!("kvik-demo-{}.bin", std::process::id());
     let path = dir.join(&name);
     // Refused up front when it cannot fit (seen: --size 1TiB).
+    if matches!(memory.kind, kvik_policy::MemoryKind::Device { .. })
+        && settings.compat_mode() != kvik_policy::CompatMode::On
+    {
+        crate::output_file::name_temporaries_for_cufile();
+    }
     let mut scratch = OutputFile::scratch(&dir, &name, args.size)?;
     if !args.json {
         report::print(&format!(

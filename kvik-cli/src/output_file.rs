@@ -43,6 +43,20 @@ use crate::signals::{self, Registration};
 /// filesystems whose `O_TMPFILE` misbehaves (and for tests).
 pub const NO_TMPFILE: &str = "KVIK_NO_TMPFILE";
 
+/// Set when the file may be registered with cuFile: cuFile reopens a
+/// registered file by the name its descriptor links to, which an
+/// `O_TMPFILE` file does not have (`cuFileHandleRegister` then fails with
+/// "failed to obtain new file descriptor": seen on the H200 with
+/// libcufile 1.15), so the temporary gets an exclusive random name instead.
+static CUFILE_NEEDS_A_NAME: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Named temporaries from now on: the output will be written from device
+/// memory with cuFile allowed (compat mode OFF or AUTO).
+pub fn name_temporaries_for_cufile() {
+    CUFILE_NEEDS_A_NAME.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// The longest file name Linux filesystems take (`NAME_MAX`).
 const NAME_MAX: usize = 255;
 
@@ -289,7 +303,8 @@ impl OutputFile {
                 ),
             ))
         };
-        let forced = std::env::var_os(NO_TMPFILE).is_some_and(|v| v != "0");
+        let forced = std::env::var_os(NO_TMPFILE).is_some_and(|v| v != "0")
+            || CUFILE_NEEDS_A_NAME.load(std::sync::atomic::Ordering::Relaxed);
         let unnamed = if forced {
             None
         } else {

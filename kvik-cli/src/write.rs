@@ -142,6 +142,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     crate::args::local_destination("FILE", &args.file)?;
     let settings = args.io.settings()?;
     let memory = args.io.memory.choose()?;
+    if matches!(memory.kind, kvik_policy::MemoryKind::Device { .. })
+        && settings.compat_mode() != kvik_policy::CompatMode::On
+    {
+        crate::output_file::name_temporaries_for_cufile();
+    }
     let mut output = OutputFile::create(&args.file, Some(args.size), None)?;
     let file = output.handle("w", &settings)?;
     // Windows are whole words so each starts the pattern on a word.

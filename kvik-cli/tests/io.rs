@@ -122,6 +122,7 @@ fn write_then_read_with_checksums_that_agree_with_zlib() {
     let slice = kvik(&[
         "read",
         p(&file),
+        "--host",
         "--offset",
         "1000",
         "--size",

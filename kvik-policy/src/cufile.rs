@@ -25,9 +25,25 @@ static DRIVER: OnceLock<Result<Driver, String>> = OnceLock::new();
 /// driver with a GPU exists: gds-core checks before opening).
 pub(crate) fn driver() -> Result<&'static Driver, String> {
     DRIVER
-        .get_or_init(|| Driver::open().map_err(|e| e.to_string()))
+        .get_or_init(|| {
+            let driver = Driver::open().map_err(|e| e.to_string())?;
+            // libcufile 1.15's own teardown crashes (SIGSEGV, exit 139) when
+            // the process exits with its driver open, after the work is
+            // done (seen on the H200 in test binaries and examples): close
+            // it first. atexit handlers run before the destructors that
+            // libcufile registered when it was loaded, earlier.
+            // SAFETY: registers a plain extern "C" function.
+            unsafe { libc::atexit(close_driver_at_exit) };
+            Ok(driver)
+        })
         .as_ref()
         .map_err(Clone::clone)
+}
+
+extern "C" fn close_driver_at_exit() {
+    if let Some(Ok(driver)) = DRIVER.get() {
+        driver.shutdown();
+    }
 }
 
 /// Register `path` with cuFile through (a duplicate of) its O_DIRECT descriptor.

@@ -14,15 +14,16 @@
 //!   request still releases the stream, so check the result before trusting
 //!   what later work computed.
 //!
-//! How: where the file goes to cuFile and libcufile has its stream API, the
-//! request is one `cuFileReadAsync` / `cuFileWriteAsync` on `stream`.
-//! Otherwise (POSIX through pinned bounce buffers, host memory, or a request
-//! below `gds_threshold`) the stream is made to wait at the call's position
-//! for a 32-bit flag in device memory (`cuStreamWaitValue32`, the flag
-//! allocated and freed in stream order); a pool thread waits for the work
-//! queued before that position, runs the request as a blocking one would,
-//! then sets the flag (`cuStreamWriteValue32`) — also when the request
-//! fails or panics, so the stream never waits forever.
+//! How: where the file goes to cuFile, cuFile has a direct path and
+//! libcufile has its stream API, the request is one `cuFileReadAsync` /
+//! `cuFileWriteAsync` on `stream`. (Without a direct path, libcufile 1.15's
+//! `cuFileReadAsync` waits, on the calling thread, for the work queued on
+//! the stream — seen on the H200 — so the call would not return at once.)
+//! Otherwise the stream is made to wait at the call's position for a
+//! 32-bit flag in pinned, device-mapped host memory (`cuStreamWaitValue32`);
+//! a pool thread waits for the work queued before that position, runs the
+//! request as a blocking one would, then sets the flag — also when the
+//! request fails or panics, so the stream never waits forever.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -228,19 +229,12 @@ pub(crate) fn unordered(buf: Buf<'_>) -> Buf<'_> {
 
 /// A stream held at a position until the request opens it.
 struct Gate {
-    ctx: Arc<CudaContext>,
-    /// The flag the stream waits to become 1 (device memory, allocated and
-    /// freed on the stream around the wait).
-    flag: sys::CUdeviceptr,
+    /// The flag the stream waits to become 1 (taken back when opened).
+    flag: Option<Flag>,
     /// Recorded on the stream just before the wait: the work the request
     /// must wait for.
     before: Event,
 }
-
-// SAFETY: the flag is a device address and the event a driver handle; both
-// are usable from any thread of the process (the context is bound before
-// each use).
-unsafe impl Send for Gate {}
 
 impl Gate {
     /// Hold `stream` here. `own`: the memory's own stream, whose queued
@@ -259,84 +253,114 @@ impl Gate {
                 .join(own)
                 .map_err(|e| driver("cuStreamWaitEvent", e))?;
         }
-        let s = stream.cu_stream();
-        let mut flag: sys::CUdeviceptr = 0;
-        // SAFETY: a 4-byte allocation ordered on `s`, in the bound context.
-        check("cuMemAllocAsync", unsafe {
-            sys::cuMemAllocAsync(&mut flag, 4, s)
+        let mut flag = Flag::take(&ctx)?;
+        let mut before = Event::new(&ctx)?;
+        before.record(stream)?;
+        // SAFETY: the stream waits for a word of pinned, device-mapped
+        // memory that stays allocated (flags are pooled, never freed, and
+        // reused only once the stream is past this wait).
+        check("cuStreamWaitValue32", unsafe {
+            sys::cuStreamWaitValue32_v2(
+                stream.cu_stream(),
+                flag.device,
+                1,
+                sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_EQ as u32,
+            )
         })?;
-        let free = || {
-            // SAFETY: frees the allocation above, ordered on the same stream.
-            unsafe { sys::cuMemFreeAsync(flag, s) };
-        };
-        let mut before = match Event::new(&ctx) {
-            Ok(event) => event,
-            Err(e) => {
-                free();
-                return Err(e);
-            }
-        };
-        let closed = (|| {
-            // SAFETY: the flag is ours, on this stream.
-            check("cuMemsetD32Async", unsafe {
-                sys::cuMemsetD32Async(flag, 0, 1, s)
-            })?;
-            before.record(stream)?;
-            // SAFETY: the stream waits for the flag it owns to become 1.
-            check("cuStreamWaitValue32", unsafe {
-                sys::cuStreamWaitValue32_v2(
-                    s,
-                    flag,
-                    1,
-                    sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_EQ as u32,
-                )
-            })
-        })();
-        if let Err(e) = closed {
-            free();
-            return Err(e);
-        }
-        // The flag is freed once the stream is past the wait; a failure here
-        // leaks four bytes, nothing more.
-        free();
+        flag.passed.record(stream)?;
         if let Some(own) = other {
             // Later work on the memory's own stream (its free, say) waits too.
             let _ = own.join(stream);
         }
-        Ok(Gate { ctx, flag, before })
+        Ok(Gate {
+            flag: Some(flag),
+            before,
+        })
     }
 }
 
 impl Drop for Gate {
-    /// Open: set the flag from a stream of our own, which nothing else
-    /// queues behind.
+    /// Open: set the flag (the stream polls it), and give the flag back.
     fn drop(&mut self) {
-        let _ = self.ctx.bind_to_thread();
-        let Ok(signal) = signal_stream(&self.ctx) else {
-            return;
-        };
-        // SAFETY: the flag is live until the gated stream is past its wait,
-        // which needs this very write; the request waited for the event
-        // recorded after the flag's allocation, so it exists.
-        unsafe {
-            sys::cuStreamWriteValue32_v2(signal.cu_stream(), self.flag, 1, 0);
+        if let Some(flag) = self.flag.take() {
+            // SAFETY: the host address of our pinned word; the GPU only
+            // reads it.
+            unsafe { std::ptr::write_volatile(flag.host, 1) };
+            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+            FLAGS.lock().unwrap_or_else(|p| p.into_inner()).push(flag);
         }
     }
 }
 
-/// One stream per GPU that only ever sets flags.
-fn signal_stream(ctx: &Arc<CudaContext>) -> Result<Arc<CudaStream>> {
-    static STREAMS: Mutex<Vec<Arc<CudaStream>>> = Mutex::new(Vec::new());
-    let mut streams = STREAMS.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(s) = streams
-        .iter()
-        .find(|s| Arc::ptr_eq(s.context(), ctx) || s.context().ordinal() == ctx.ordinal())
-    {
-        return Ok(s.clone());
+/// One 32-bit word of pinned host memory that GPU `ordinal` can read (the
+/// stream waits on its device address), with an event recorded after the
+/// wait that uses it: it is free again once that event has completed.
+struct Flag {
+    ordinal: usize,
+    host: *mut u32,
+    device: sys::CUdeviceptr,
+    passed: Event,
+}
+
+// SAFETY: the word is pinned memory owned by the pool (never freed); the
+// event is a driver handle. Both are usable from any thread.
+unsafe impl Send for Flag {}
+
+/// Flags no gate uses, per GPU; and the pages they live in (kept for the
+/// life of the process).
+static FLAGS: Mutex<Vec<Flag>> = Mutex::new(Vec::new());
+
+impl Flag {
+    /// A free flag of `ctx`'s GPU, set to 0.
+    fn take(ctx: &Arc<CudaContext>) -> Result<Flag> {
+        let ordinal = ctx.ordinal();
+        {
+            let mut free = FLAGS.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(i) = free
+                .iter()
+                .position(|f| f.ordinal == ordinal && f.passed.is_done())
+            {
+                let flag = free.swap_remove(i);
+                // SAFETY: our pinned word; no stream waits on it any more.
+                unsafe { std::ptr::write_volatile(flag.host, 0) };
+                return Ok(flag);
+            }
+        }
+        // A new page of 1024 flags.
+        const WORDS: usize = 1024;
+        let mut page: *mut std::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: allocates pinned host memory mapped into the device.
+        check("cuMemHostAlloc", unsafe {
+            sys::cuMemHostAlloc(
+                &mut page,
+                WORDS * 4,
+                sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP,
+            )
+        })?;
+        let mut device: sys::CUdeviceptr = 0;
+        // SAFETY: the page was just allocated with DEVICEMAP.
+        check("cuMemHostGetDevicePointer", unsafe {
+            sys::cuMemHostGetDevicePointer_v2(&mut device, page, 0)
+        })?;
+        let words = page.cast::<u32>();
+        let mut flags = Vec::with_capacity(WORDS);
+        for i in 0..WORDS {
+            // SAFETY: inside the page.
+            let host = unsafe { words.add(i) };
+            // SAFETY: a plain store to our own pinned memory.
+            unsafe { std::ptr::write_volatile(host, 0) };
+            flags.push(Flag {
+                ordinal,
+                host,
+                device: device + 4 * i as u64,
+                passed: Event::new(ctx)?,
+            });
+        }
+        let flag = flags.pop().expect("a page holds flags");
+        FLAGS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(flags);
+        Ok(flag)
     }
-    let stream = ctx
-        .new_stream()
-        .map_err(|e| crate::gpu::cuda_error("cuStreamCreate", e.0 as u32))?;
-    streams.push(stream.clone());
-    Ok(stream)
 }

@@ -27,6 +27,8 @@ fn evict(path: &std::path::Path) -> bool {
 #[test]
 fn cold_tasks_read_with_o_direct_and_hot_ones_through_the_page_cache() {
     // Not in /tmp: tmpfs has no O_DIRECT and no cold pages.
+    // The build's directory may not exist where the binary runs (GPU runs).
+    std::fs::create_dir_all(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let path = dir.path().join("cold.bin");
     let data = random_bytes(8 * MIB + 4097, 5);

@@ -482,15 +482,27 @@ fn routing_is_decided_at_open_with_reasons() {
     assert_eq!(&done.report.kvik.file, routing);
     // OFF: cuFile or nothing; never a silent fallback.
     s.set_compat_mode(CompatMode::Off);
-    let err = FileHandle::open_with(&path, "r", &s).unwrap_err();
-    assert!(matches!(err, Error::CuFileRequired { .. }), "{err}");
-    let text = err.to_string();
-    assert!(
-        text.contains(path.to_str().unwrap()) && text.contains("compat mode is OFF"),
-        "{text}"
-    );
-    if gds_core::cuda::probe().is_err() {
-        assert!(text.contains("no CUDA driver"), "{text}");
+    match FileHandle::open_with(&path, "r", &s) {
+        // A GPU machine where cuFile takes the file: routed to cuFile.
+        Ok(off) => {
+            assert!(gds_core::cuda::probe().is_ok());
+            assert_eq!(off.routing().device_backend, Backend::Cufile);
+            assert!(matches!(
+                off.routing().decision,
+                FileDecision::CompatOff { .. }
+            ));
+        }
+        Err(err) => {
+            assert!(matches!(err, Error::CuFileRequired { .. }), "{err}");
+            let text = err.to_string();
+            assert!(
+                text.contains(path.to_str().unwrap()) && text.contains("compat mode is OFF"),
+                "{text}"
+            );
+            if gds_core::cuda::probe().is_err() {
+                assert!(text.contains("no CUDA driver"), "{text}");
+            }
+        }
     }
 }
 

@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{self, StagedCopies};
 use crate::path_report::{CuFileLayer, DirectIoStatus, DirectIoUse, NotCalledReason, Operation};
 use crate::plan::{self, Request};
-use crate::routing::{Backend, MemoryKind};
+use crate::routing::{Backend, FileDecision, MemoryKind};
 use crate::task_runner::TaskOutcome;
 use crate::{Settings, cufile};
 
@@ -190,6 +190,15 @@ impl Inner {
         let (Some(handle), Backend::Cufile) = (&self.cufile, plan.route.backend) else {
             return Ok(None);
         };
+        // Only with a direct path: in its compatibility mode, libcufile
+        // 1.15's cuFileReadAsync blocks the caller until the stream's queued
+        // work is done (the gated path returns at once).
+        if !matches!(
+            self.routing.decision,
+            FileDecision::AutoDirectPath | FileDecision::CompatOff { direct_path: true }
+        ) {
+            return Ok(None);
+        }
         gds_core::cuda::probe()?;
         let allocation_base = self.check_device_range(request, range)?;
         let (base, buffer_offset, registration) =
