@@ -38,9 +38,9 @@ for part in "${PARTS[@]}"; do
   case "$part" in
     # Shorter than the scripts' own defaults, to fit one device call.
     random) OUT=$OUT/$part RANDOM_THREADS=16 RANDOM_REPS=3 COLD_ROUNDS=1 COLD_THREADS=16 \
-              timeout 330 bash bench/gpu-random.sh ;;
-    python) OUT=$OUT/$part PY_GPU_ARGS="--reps 3 --rounds 1" timeout 300 bash bench/python_gpu.sh compare
-            OUT=$OUT/$part timeout 100 bash bench/python_gpu.sh pytest ;;
+              timeout "${RANDOM_TIMEOUT:-330}" bash bench/gpu-random.sh ;;
+    python) OUT=$OUT/$part PY_GPU_ARGS="--reps 3 --rounds 1" timeout "${PYTHON_TIMEOUT:-300}" bash bench/python_gpu.sh compare
+            [ -n "${SKIP_PYTEST:-}" ] || OUT=$OUT/$part timeout 100 bash bench/python_gpu.sh pytest ;;
     remote) OUT=$OUT/$part REMOTE_IN_FLIGHT=4,16 REMOTE_REPS=3 timeout 200 bash bench/remote_gpu.sh ;;
     *) echo "unknown part $part" ;;
   esac

@@ -193,9 +193,10 @@ if [ "${SKIP_EXAMPLES:-0}" = 1 ]; then
 fi
 
 section "examples and kvik demo"
-run kvik-demo 120 "$K" demo --size 1GiB --dir "$D"
+# QUICK=1 (a rerun): only what changed since a full run.
+[ -n "${QUICK:-}" ] || run kvik-demo 120 "$K" demo --size 1GiB --dir "$D"
 run example-read_to_gpu 60 "$B/examples/read_to_gpu" "$D/1g.bin"
-run example-device_read_bench 120 "$B/examples/device_read_bench" "$D/1g.bin" --threads 1,16 --reps 3
+[ -n "${QUICK:-}" ] || run example-device_read_bench 120 "$B/examples/device_read_bench" "$D/1g.bin" --threads 1,16 --reps 3
 rm -f "$D/1g.bin"
 # The safetensors showcase: a synthetic 4 GiB checkpoint (a few hundred
 # tensors, 4 KiB to 200 MiB), loaded tensor by tensor into CudaSlices through

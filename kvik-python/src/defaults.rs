@@ -49,6 +49,7 @@ pub(crate) fn get_setting<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'p
         "auto_direct_io_write" => PyBool::new(py, s.auto_direct_io_write())
             .to_owned()
             .into_any(),
+        "cold_reads_direct" => PyBool::new(py, s.cold_reads_direct()).to_owned().into_any(),
         "http_max_attempts" => s.http_max_attempts().into_pyobject(py)?.into_any(),
         "http_timeout" => s.http_timeout().into_pyobject(py)?.into_any(),
         "http_status_codes" => s.http_status_codes().to_vec().into_pyobject(py)?.into_any(),
@@ -98,6 +99,9 @@ fn apply(s: &mut Settings, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()>
         }
         "auto_direct_io_write" => {
             s.set_auto_direct_io_write(flag(name, value)?);
+        }
+        "cold_reads_direct" => {
+            s.set_cold_reads_direct(flag(name, value)?);
         }
         "http_max_attempts" => {
             let n = whole(name, value)?;

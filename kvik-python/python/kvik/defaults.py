@@ -142,6 +142,11 @@ def auto_direct_io_write() -> bool:
     return bool(_kvik.get_setting("auto_direct_io_write"))
 
 
+def cold_reads_direct() -> bool:
+    """``get("cold_reads_direct")``: cold host reads of at least 1 MiB use O_DIRECT (ours)."""
+    return bool(_kvik.get_setting("cold_reads_direct"))
+
+
 def http_max_attempts() -> int:
     """``get("http_max_attempts")``: attempts per remote request, the first included."""
     return int(_kvik.get_setting("http_max_attempts"))
@@ -162,6 +167,7 @@ __all__ = [
     "auto_direct_io_read",
     "auto_direct_io_write",
     "bounce_buffer_size",
+    "cold_reads_direct",
     "compat_mode",
     "describe",
     "gds_threshold",
