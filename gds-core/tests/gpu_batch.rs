@@ -279,8 +279,49 @@ fn a_batch_reads_scattered_ranges_into_device_memory() {
     }
 }
 
+/// The drop test runs in a process of its own: where libcufile never
+/// completes cancelled entries (1.15 in compatibility mode), the test has to
+/// abandon the batch, and libcufile then crashes at process exit (seen on an
+/// H200 machine: SIGSEGV after every test had passed). In a child, that crash
+/// is reported for what it is instead of failing every other test of this
+/// binary; any failure of the test itself still fails.
 #[test]
 fn dropping_a_batch_in_flight_cancels_and_waits() {
+    if kvik_test_support::gpu_and_cufile_or_skip("dropping_a_batch_in_flight").is_none() {
+        return;
+    }
+    let exe = std::env::current_exe().expect("this test binary");
+    let out = std::process::Command::new(exe)
+        .args(["dropping_a_batch_in_flight_child", "--exact", "--ignored"])
+        .args(["--nocapture", "--test-threads=1"])
+        .output()
+        .expect("run the child test");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    say(&text);
+    let passed = text.contains("test dropping_a_batch_in_flight_child ... ok");
+    assert!(passed, "the child test failed ({})", out.status);
+    if !out.status.success() {
+        // Only an abandoned batch excuses a crash after the test passed.
+        assert!(
+            text.contains("libcufile did not complete them"),
+            "the child test passed but its process ended with {}",
+            out.status
+        );
+        say(&format!(
+            "RESULT: libcufile never completed the cancelled entries, and the process that \
+             abandoned them ended with {} after its test passed",
+            out.status
+        ));
+    }
+}
+
+#[test]
+#[ignore = "run in a process of its own by dropping_a_batch_in_flight_cancels_and_waits"]
+fn dropping_a_batch_in_flight_child() {
     let test = "dropping_a_batch_in_flight";
     let Some(driver) = gpu_driver(test) else {
         return;
