@@ -27,6 +27,11 @@ section() { printf '\n===== %s =====\n' "$*"; }
 START=$SECONDS
 mkdir -p "$D"
 
+# The GPU machine has no fio and no network. A static fio in .gpu/tools/
+# (built here from fio's source: ./configure --build-static --disable-native
+# && make; copy the stripped `fio` there) is the host reference then.
+[ -x .gpu/tools/fio ] && export PATH=$PWD/.gpu/tools:$PATH
+
 section "machine"
 nvidia-smi -L 2>&1; uname -r; nproc; free -g | head -2
 command -v fio >/dev/null && fio --version || echo "fio: not installed (no fio reference)"
@@ -101,10 +106,13 @@ PY
   done
 } | tee "$OUT/cold-direct.txt"
 
-section "hot 1 GiB reads at defaults into GPU memory (cold routing must not slow them), 5 runs"
+section "hot 1 GiB reads into GPU memory: defaults against cold routing off (KVIK_COLD_READS_DIRECT=0), alternating, 5 runs each"
 cat "$FILE" > /dev/null
 for i in 1 2 3 4 5; do
-  timeout 60 "$KVIK" read "$FILE" --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print("hot defaults", d["memory"]["kind"], round(d["bytes_per_second"]/1e9, 2), "GB/s", d["report"]["kvik"]["direct_io"]["status"]["kind"])'
+  for cold in default 0; do
+    if [ "$cold" = default ]; then env=(); else env=(KVIK_COLD_READS_DIRECT=0); fi
+    env "${env[@]}" timeout 60 "$KVIK" read "$FILE" --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print("hot cold_reads_direct='"$cold"'", d["memory"]["kind"], round(d["bytes_per_second"]/1e9, 2), "GB/s", d["report"]["kvik"]["direct_io"]["status"]["kind"])'
+  done
 done | tee "$OUT/hot-defaults.txt"
 
 rm -rf "$D"

@@ -37,7 +37,8 @@ for part in "${PARTS[@]}"; do
   printf '\n########## %s (at %ss) ##########\n' "$part" $((SECONDS - START))
   case "$part" in
     # Shorter than the scripts' own defaults, to fit one device call.
-    random) OUT=$OUT/$part RANDOM_THREADS=16 RANDOM_REPS=3 COLD_ROUNDS=1 COLD_THREADS=16 \
+    random) OUT=$OUT/$part RANDOM_THREADS=${RANDOM_THREADS:-16} RANDOM_REPS=${RANDOM_REPS:-3} \
+              COLD_ROUNDS=${COLD_ROUNDS:-1} COLD_THREADS=${COLD_THREADS:-16} \
               timeout "${RANDOM_TIMEOUT:-330}" bash bench/gpu-random.sh ;;
     python) OUT=$OUT/$part PY_GPU_ARGS="--reps 3 --rounds 1" timeout "${PYTHON_TIMEOUT:-300}" bash bench/python_gpu.sh compare
             [ -n "${SKIP_PYTEST:-}" ] || OUT=$OUT/$part timeout 100 bash bench/python_gpu.sh pytest ;;

@@ -16,7 +16,8 @@
 # The device tool carries at most 64 MiB: debug info is stripped (symbols
 # stay, so panics still name functions) and the binaries are compressed
 # (about 75 MiB -> 28 MiB). Everything else in .gpu/ is removed first,
-# except whl/ (KvikIO's wheels, for bench/gpu.sh). Then:
+# except whl/ (KvikIO's wheels, for bench/gpu.sh) and tools/ (programs the
+# GPU machine lacks: a static fio, see bench/gpu-random.sh). Then:
 #     run(command="bash gpu/run-all.sh", carry=[".gpu"])
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,9 +25,9 @@ ROOT=$PWD
 GPU=$ROOT/.gpu
 STAGE=$GPU/.stage
 # Everything else in .gpu/ goes (it would be carried too), except whl/
-# (KvikIO's wheels for bench/gpu.sh).
+# (KvikIO's wheels for bench/gpu.sh) and tools/.
 mkdir -p "$GPU"
-find "$GPU" -mindepth 1 -maxdepth 1 ! -name whl -exec rm -rf {} +
+find "$GPU" -mindepth 1 -maxdepth 1 ! -name whl ! -name tools -exec rm -rf {} +
 mkdir -p "$STAGE/tests" "$STAGE/examples"
 
 # The artifacts cargo reports, as lines: KIND NAME PACKAGE PATH.
@@ -102,6 +103,6 @@ cat "$GPU/build.env"
 echo "$(ls "$STAGE/tests" | wc -l) test binaries, $(ls "$STAGE/examples" | wc -l) examples ($(du -sm "$STAGE" | cut -f1) MiB) in bundle.tar.xz:"
 rm -rf "$STAGE"
 du -sh "$GPU/bundle.tar.xz" "$GPU/kvik"
-total=$(du -sm --exclude=whl "$GPU" | cut -f1)
+total=$(du -sm --exclude=whl --exclude=tools "$GPU" | cut -f1)
 echo "total ${total} MiB to carry (the device tool carries at most 64 MiB, the repository included)"
 [ "$total" -le 56 ] || { echo "too large for the device tool" >&2; exit 1; }

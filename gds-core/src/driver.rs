@@ -203,7 +203,8 @@ pub(crate) struct DriverOpen<'a> {
 }
 
 /// The cufile.json cuFile will open (`CUFILE_ENV_PATH_JSON`, else
-/// `/etc/cufile.json`) is a regular file, a directory (whose read fails at
+/// `/etc/cufile.json`) is a regular file of at most
+/// [`cufile_config::MAX_FILE_BYTES`], a directory (whose read fails at
 /// once) or nothing.
 fn config_is_readable() -> Result<()> {
     config_is_readable_at(
@@ -227,6 +228,12 @@ fn config_is_readable_at(
         return Ok(());
     };
     match FileKind::of(&meta.file_type()) {
+        None if meta.len() > cufile_config::MAX_FILE_BYTES => Err(Error::ConfigTooLarge {
+            path,
+            found_by,
+            size: meta.len(),
+            limit: cufile_config::MAX_FILE_BYTES,
+        }),
         None | Some(FileKind::Directory) => Ok(()),
         Some(kind) => Err(Error::ConfigNotAFile {
             path,
@@ -489,7 +496,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_config_that_is_a_fifo_or_a_device_stops_the_driver_open() {
+    fn a_config_that_is_a_fifo_a_device_or_too_large_stops_the_driver_open() {
         let dir = std::env::temp_dir().join(format!("gds-core-config-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let fifo = dir.join("cufile.json");
@@ -523,6 +530,18 @@ mod tests {
                 "{env:?} {default:?}: {result:?}"
             );
         }
+        // A regular file: read by cuFile up to the size of any cufile.json.
+        let json = dir.join("large.json");
+        let file = std::fs::File::create(&json).unwrap();
+        file.set_len(cufile_config::MAX_FILE_BYTES).unwrap();
+        assert!(config_is_readable_at(Some(json.clone().into_os_string()), &missing).is_ok());
+        file.set_len(cufile_config::MAX_FILE_BYTES + 1).unwrap();
+        let result = config_is_readable_at(None, &json);
+        assert!(
+            matches!(result, Err(Error::ConfigTooLarge { size, .. }) if size == cufile_config::MAX_FILE_BYTES + 1),
+            "{result:?}"
+        );
+        assert!(result.unwrap_err().to_string().contains("1048577 bytes"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

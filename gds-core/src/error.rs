@@ -88,6 +88,22 @@ pub enum Error {
         found_by: cufile_config::LocationSource,
         kind: cufile_config::FileKind,
     },
+    /// The cufile.json cuFile would read is a regular file larger than any
+    /// cufile.json ([`cufile_config::MAX_FILE_BYTES`]): libcufile parses
+    /// it inside `cuFileDriverOpen` without a bound (a 100 MB file kept it
+    /// busy for minutes on an H200 machine), so the driver is not opened.
+    #[error(
+        "cuFile would read its configuration from {} ({found_by}), which is {size} bytes, \
+         larger than the {limit} bytes of any cufile.json: cuFileDriverOpen would spend \
+         minutes parsing it, so it is not called",
+        .path.display()
+    )]
+    ConfigTooLarge {
+        path: PathBuf,
+        found_by: cufile_config::LocationSource,
+        size: u64,
+        limit: u64,
+    },
     /// A batch call refused before cuFile saw it (see [`crate::batch`]).
     #[error("cuFile batch: {problem}")]
     Batch { problem: crate::batch::BatchProblem },

@@ -139,7 +139,9 @@ fn settle(
 }
 
 #[test]
-fn a_batch_reads_scattered_ranges_into_device_memory() {
+#[ignore = "run in a process of its own by a_batch_reads_scattered_ranges_into_device_memory"]
+fn a_batch_reads_scattered_ranges_child() {
+    backtrace_on_crash();
     let test = "a_batch_reads_scattered_ranges";
     let Some(driver) = gpu_driver(test) else {
         return;
@@ -279,21 +281,29 @@ fn a_batch_reads_scattered_ranges_into_device_memory() {
     }
 }
 
-/// The drop test runs in a process of its own: where libcufile never
-/// completes cancelled entries (1.15 in compatibility mode), the test has to
-/// abandon the batch, and libcufile then crashes at process exit (seen on an
-/// H200 machine: SIGSEGV after every test had passed). In a child, that crash
-/// is reported for what it is instead of failing every other test of this
-/// binary; any failure of the test itself still fails.
-#[test]
-fn dropping_a_batch_in_flight_cancels_and_waits() {
-    if kvik_test_support::gpu_and_cufile_or_skip("dropping_a_batch_in_flight").is_none() {
+/// Run the ignored test `child` of this binary in a process of its own and
+/// check that it passed. Both tests run so: libcufile 1.15 (compatibility
+/// mode, H200 machine) crashed at process exit (SIGSEGV) after every test of
+/// this binary had passed, also when every batch had completed and been
+/// destroyed, and again where a batch had to be abandoned because libcufile
+/// never completes cancelled entries. In a child, that crash is reported for
+/// what it is (a `RESULT:` line, with the backtrace the child prints) instead
+/// of hiding the test results; a failure of the test itself, or a crash
+/// before it passed, still fails.
+fn in_child(test: &str, child: &str) {
+    if kvik_test_support::gpu_and_cufile_or_skip(test).is_none() {
         return;
     }
     let exe = std::env::current_exe().expect("this test binary");
     let out = std::process::Command::new(exe)
-        .args(["dropping_a_batch_in_flight_child", "--exact", "--ignored"])
-        .args(["--nocapture", "--test-threads=1"])
+        .args([
+            child,
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("KVIK_BATCH_TEST_CHILD", "1")
         .output()
         .expect("run the child test");
     let text = format!(
@@ -302,26 +312,55 @@ fn dropping_a_batch_in_flight_cancels_and_waits() {
         String::from_utf8_lossy(&out.stderr)
     );
     say(&text);
-    let passed = text.contains("test dropping_a_batch_in_flight_child ... ok");
-    assert!(passed, "the child test failed ({})", out.status);
+    let passed = text.contains(&format!("test {child} ... ok"));
+    assert!(passed, "the child test {child} failed ({})", out.status);
     if !out.status.success() {
-        // Only an abandoned batch excuses a crash after the test passed.
-        assert!(
-            text.contains("libcufile did not complete them"),
-            "the child test passed but its process ended with {}",
-            out.status
-        );
         say(&format!(
-            "RESULT: libcufile never completed the cancelled entries, and the process that \
-             abandoned them ended with {} after its test passed",
+            "RESULT: {child} passed, and then its process ended with {} (at exit, in \
+             libcufile's teardown: see the backtrace above)",
             out.status
         ));
     }
 }
 
+/// In a child: print a backtrace on SIGSEGV, then die of it as before.
+fn backtrace_on_crash() {
+    extern "C" fn on_segv(signal: libc::c_int) {
+        // Not async-signal-safe; a diagnostic on the way down.
+        let trace = std::backtrace::Backtrace::force_capture();
+        eprintln!("KVIK CRASH: signal {signal} at\n{trace}");
+        // SAFETY: restore the default action and re-raise the signal.
+        unsafe {
+            libc::signal(signal, libc::SIG_DFL);
+            libc::raise(signal);
+        }
+    }
+    if std::env::var_os("KVIK_BATCH_TEST_CHILD").is_some() {
+        // SAFETY: installs a handler for SIGSEGV.
+        unsafe { libc::signal(libc::SIGSEGV, on_segv as *const () as libc::sighandler_t) };
+    }
+}
+
+#[test]
+fn a_batch_reads_scattered_ranges_into_device_memory() {
+    in_child(
+        "a_batch_reads_scattered_ranges",
+        "a_batch_reads_scattered_ranges_child",
+    );
+}
+
+#[test]
+fn dropping_a_batch_in_flight_cancels_and_waits() {
+    in_child(
+        "dropping_a_batch_in_flight",
+        "dropping_a_batch_in_flight_child",
+    );
+}
+
 #[test]
 #[ignore = "run in a process of its own by dropping_a_batch_in_flight_cancels_and_waits"]
 fn dropping_a_batch_in_flight_child() {
+    backtrace_on_crash();
     let test = "dropping_a_batch_in_flight";
     let Some(driver) = gpu_driver(test) else {
         return;
