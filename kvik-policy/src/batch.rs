@@ -754,37 +754,27 @@ impl FileHandle {
         let in_flight = self.in_flight_counter();
         let mut outcomes: Vec<Option<Result<TaskOutcome>>> =
             (0..plan.ops.len()).map(|_| None).collect();
-        let read_all = |fds: Descriptors<'_>,
-                        ops: &[ReadOp],
-                        dests: &mut [&mut [u8]],
-                        out: &mut [Option<Result<TaskOutcome>>]| {
-            let _running = Running::start(in_flight);
-            for ((op, dest), slot) in ops.iter().zip(dests.iter_mut()).zip(out.iter_mut()) {
-                *slot = Some(read_one(fds, dest, op.file_offset, &never));
-            }
-        };
+        let read_all =
+            |ops: &[ReadOp], dests: &mut [&mut [u8]], out: &mut [Option<Result<TaskOutcome>>]| {
+                let _running = Running::start(in_flight);
+                for ((op, dest), slot) in ops.iter().zip(dests.iter_mut()).zip(out.iter_mut()) {
+                    *slot = Some(read_one(fds, dest, op.file_offset, &never));
+                }
+            };
         if jobs == 0 {
-            read_all(fds, &plan.ops, &mut dests, &mut outcomes);
+            read_all(&plan.ops, &mut dests, &mut outcomes);
         } else {
             let per_job = plan.ops.len().div_ceil(jobs);
             let read_all = &read_all;
-            // Job k reads through descriptor k mod threads (of the same
-            // file): see `read_descriptors`.
-            let readers = self.read_descriptors(threads);
             // A panic in a job reaches the caller when the scope ends.
             thread_pool::get(threads)?.scope_fifo(|s| {
-                for (k, ((ops, dests), out)) in plan
+                for ((ops, dests), out) in plan
                     .ops
                     .chunks(per_job)
                     .zip(dests.chunks_mut(per_job))
                     .zip(outcomes.chunks_mut(per_job))
-                    .enumerate()
                 {
-                    let fds = Descriptors {
-                        buffered: readers[k % readers.len()],
-                        ..fds
-                    };
-                    s.spawn_fifo(move |_| read_all(fds, ops, dests, out));
+                    s.spawn_fifo(move |_| read_all(ops, dests, out));
                 }
             });
         }
@@ -1081,47 +1071,6 @@ mod tests {
         assert_eq!(entry, 1);
         assert!(matches!(problem, BatchProblem::BeyondLargestOffset { .. }));
         assert!(check_offsets(&[span(u64::MAX, 0, 2)]).is_err());
-    }
-
-    #[test]
-    fn parallel_batches_read_through_a_descriptor_per_thread() {
-        use std::os::fd::AsRawFd as _;
-        use std::os::unix::fs::MetadataExt as _;
-        let data = common::random_bytes(1 << 20, 4);
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("data");
-        std::fs::write(&path, &data).unwrap();
-        let f = FileHandle::open_with(&path, "r", &common::settings(4, 1 << 20)).unwrap();
-        // The path changes after the open: the descriptors still name the
-        // file that was opened.
-        let moved = dir.path().join("moved");
-        std::fs::rename(&path, &moved).unwrap();
-        std::fs::write(&path, b"another file").unwrap();
-        let ranges: Vec<ReadRange> = (0..64u64)
-            .map(|i| ReadRange {
-                file_offset: (i * 7919 * 4096) % (1 << 20),
-                buffer_offset: i * 4096,
-                len: 4096,
-            })
-            .collect();
-        let mut buf = vec![0u8; 64 * 4096];
-        let done = f.read_batch_into(&mut buf, &ranges).unwrap();
-        assert!(done.report.grouping.jobs > 1);
-        for (r, got) in ranges.iter().zip(buf.chunks(4096)) {
-            let at = r.file_offset as usize;
-            assert!(got == &data[at..at + 4096], "entry at {at}");
-        }
-        let readers = f.read_descriptors(4);
-        assert_eq!(readers.len(), 4);
-        let fds: std::collections::BTreeSet<i32> = readers.iter().map(|r| r.as_raw_fd()).collect();
-        assert_eq!(fds.len(), 4, "four distinct descriptors");
-        let inode = std::fs::metadata(&moved).unwrap().ino();
-        assert!(readers.iter().all(|r| r.metadata().unwrap().ino() == inode));
-        // Fewer threads take the first ones; one thread, the file's own.
-        assert_eq!(
-            f.read_descriptors(1)[0].as_raw_fd(),
-            f.buffered_file().as_raw_fd()
-        );
     }
 
     #[test]

@@ -265,7 +265,6 @@ impl OpenOptions {
             mode: self.mode,
             file,
             direct: OnceLock::new(),
-            readers: OnceLock::new(),
             routing: routing::route_file(CompatMode::On, &CuFileAvailability::not_asked())
                 .expect("compat mode ON always routes"),
             cufile: None,
@@ -347,10 +346,6 @@ struct Inner {
     file: File,
     /// The O_DIRECT descriptor, opened on first need; or why it could not be.
     direct: OnceLock<std::result::Result<File, CuFileSetupFailure>>,
-    /// More read descriptors of the same file, one per pool thread, opened
-    /// by the first batch that runs on several threads (see
-    /// [`FileHandle::read_descriptors`]).
-    readers: OnceLock<Vec<File>>,
     routing: FileRouting,
     /// The cuFile registration, when device-memory requests go to cuFile.
     cufile: Option<gds_core::CuFileHandle>,
@@ -640,40 +635,6 @@ fn open_error(path: &Path, mode: OpenMode, source: std::io::Error) -> Error {
 impl FileHandle {
     pub(crate) fn buffered_file(&self) -> &File {
         &self.inner.file
-    }
-    /// Descriptors for reads on `threads` threads at once: the file's own
-    /// and up to `threads - 1` more of the same file, each its own open file
-    /// description. Threads that share one descriptor pay for it on every
-    /// `pread`: in a multithreaded process the kernel takes and drops a
-    /// reference on the open file description at each call, one cache line
-    /// that every core then fights for. On the H200 machine (16 cores) that
-    /// held 16 threads of random 4 KiB reads to 2.4 M reads/s where fio
-    /// (a descriptor per job) did 9.5 M. Opened through `/proc/self/fd/N`
-    /// (the same file even if its path has changed since), read-only, the
-    /// first time a batch runs on several threads; where a reopen fails,
-    /// the ones opened so far serve.
-    pub(crate) fn read_descriptors(&self, threads: usize) -> Vec<&File> {
-        const MAX_READERS: usize = 64;
-        let readers = self.inner.readers.get_or_init(|| {
-            let mut readers = Vec::new();
-            if !self.inner.mode.readable() {
-                return readers;
-            }
-            let through_proc = format!("/proc/self/fd/{}", self.inner.file.as_raw_fd());
-            let same = |f: &File| f.metadata().map(|m| (m.dev(), m.ino())).ok();
-            let want = same(&self.inner.file);
-            for _ in 1..threads.clamp(1, MAX_READERS) {
-                match File::open(&through_proc) {
-                    Ok(f) if want.is_some() && same(&f) == want => readers.push(f),
-                    _ => break,
-                }
-            }
-            readers
-        });
-        std::iter::once(&self.inner.file)
-            .chain(readers.iter())
-            .take(threads.max(1))
-            .collect()
     }
     pub(crate) fn direct_file(&self) -> std::result::Result<&File, String> {
         self.inner.direct_descriptor().map_err(ToString::to_string)
