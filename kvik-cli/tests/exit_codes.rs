@@ -6,14 +6,14 @@
 //! really wrong; no path or value reaches the terminal with its control
 //! characters.
 
-mod support;
+mod common;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 use std::process::Stdio;
 
-use support::{kvik_cmd, mkfifo, p, run, text};
+use common::{kvik_cmd, mkfifo, p, run, text};
 
 /// One row: a command, its environment, the code, what stderr must say and
 /// what it must not.
@@ -363,7 +363,7 @@ fn control_characters_in_names_never_reach_the_terminal() {
         vec!["read".as_ref(), missing.as_os_str()],
     ];
     for args in runs {
-        let out = run(kvik_cmd(&[])
+        let out = run(kvik_cmd::<&str>(&[])
             .args(&args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()));

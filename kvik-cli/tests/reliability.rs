@@ -4,73 +4,16 @@
 //! variable; cufile.json files that are endless, huge or not files, in
 //! bounded memory.
 
+mod common;
+
 use std::io::Write as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::{OutputWithinDeadline as _, fails, json, kvik, kvik_cmd, names, ok, p, text};
 use kvik_test_support::skip;
-
-fn kvik_cmd(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kvik"));
-    cmd.args(args);
-    for (name, _) in std::env::vars_os() {
-        let name_text = name.to_string_lossy();
-        if name_text.starts_with("KVIKIO_") || name_text.starts_with("CUFILE_") {
-            cmd.env_remove(name);
-        }
-    }
-    cmd
-}
-
-fn kvik(args: &[&str]) -> Output {
-    kvik_cmd(args).output().expect("run kvik")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn ok(out: &Output) -> &Output {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout:\n{}\nstderr:\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    out
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&ok(out).stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out.stdout)))
-}
-
-/// Exit `code`, stderr naming every needle, no panic.
-fn fails(out: &Output, code: i32, needles: &[&str]) {
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
-    for needle in needles {
-        assert!(err.contains(needle), "{needle:?} not in: {err}");
-    }
-    assert!(!err.contains("panicked"), "{err}");
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
-/// Names in `dir`, sorted.
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
 
 /// Set `resource` (an `RLIMIT_*`) to `limit` for `cmd`, and ignore
 /// `SIGXFSZ` so that a write past `RLIMIT_FSIZE` fails with EFBIG instead
@@ -135,9 +78,7 @@ fn an_old_destination_survives_a_failed_copy_or_write_intact() {
             "1",
         ],
     ] {
-        let out = file_size_limit(&mut kvik_cmd(&args), 1 << 20)
-            .output()
-            .unwrap();
+        let out = file_size_limit(&mut kvik_cmd(&args), 1 << 20).output_within_deadline();
         fails(
             &out,
             1,
@@ -149,8 +90,7 @@ fn an_old_destination_survives_a_failed_copy_or_write_intact() {
     // A new name is not created by a failure either.
     let fresh = dir.path().join("fresh.bin");
     let out = file_size_limit(&mut kvik_cmd(&["copy", p(&src), p(&fresh)]), 1 << 20)
-        .output()
-        .unwrap();
+        .output_within_deadline();
     fails(&out, 1, &[&format!("{} was not created", p(&fresh))]);
     assert_eq!(names(dir.path()), ["dst.bin", "src.bin"]);
 }
@@ -319,8 +259,7 @@ fn requests_larger_than_the_machine_fail_cleanly() {
         &mut kvik_cmd(&["write", p(&file), "--size", "512MiB", "--buffer", "512MiB"]),
         256 << 20,
     )
-    .output()
-    .unwrap();
+    .output_within_deadline();
     fails(&out, 1, &["cannot allocate a 512 MiB buffer", "--buffer"]);
     assert!(names(dir.path()).is_empty());
     let sparse = dir.path().join("sparse.bin");
@@ -329,8 +268,7 @@ fn requests_larger_than_the_machine_fail_cleanly() {
         .set_len(512 << 20)
         .unwrap();
     let out = address_space_limit(&mut kvik_cmd(&["read", p(&sparse)]), 256 << 20)
-        .output()
-        .unwrap();
+        .output_within_deadline();
     fails(&out, 1, &["cannot allocate a 512 MiB buffer"]);
 }
 
@@ -398,7 +336,9 @@ fn junk_in_any_kvikio_variable_exits_2_naming_it() {
     ] {
         for value in ["", "junk", "-1", "18446744073709551616", huge.as_str()] {
             for args in [vec!["settings"], vec!["read", p(&file)]] {
-                let out = kvik_cmd(&args).env(variable, value).output().unwrap();
+                let out = kvik_cmd(&args)
+                    .env(variable, value)
+                    .output_within_deadline();
                 fails(&out, 2, &[&format!("{variable}="), "is invalid"]);
                 assert!(
                     out.stderr.len() < 1000,
@@ -411,8 +351,7 @@ fn junk_in_any_kvikio_variable_exits_2_naming_it() {
     // Numbers that parse but would be absurd.
     let out = kvik_cmd(&["read", p(&file)])
         .env("KVIKIO_NTHREADS", "1000000")
-        .output()
-        .unwrap();
+        .output_within_deadline();
     fails(&out, 2, &["KVIKIO_NTHREADS=\"1000000\"", "at most 1024"]);
     fails(
         &kvik(&["read", p(&file), "--threads", "5000"]),
@@ -433,7 +372,9 @@ fn junk_in_cufile_variables_is_diagnosed_never_fatal() {
                 vec!["config", "show", p(&config), "--json", "--all"],
                 vec!["config", "validate", p(&config)],
             ] {
-                let out = kvik_cmd(&args).env(var.name, value).output().unwrap();
+                let out = kvik_cmd(&args)
+                    .env(var.name, value)
+                    .output_within_deadline();
                 let err = text(&out.stderr);
                 assert!(!err.contains("panicked"), "{}={value:.20}: {err}", var.name);
                 assert_eq!(
@@ -448,8 +389,7 @@ fn junk_in_cufile_variables_is_diagnosed_never_fatal() {
     // A modelled variable with a bad value is named in the diagnostics.
     let out = kvik_cmd(&["config", "show", p(&config)])
         .env("CUFILE_LOGGING_LEVEL", "LOUD")
-        .output()
-        .unwrap();
+        .output_within_deadline();
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(all.contains("CUFILE_LOGGING_LEVEL"), "{all}");
 }
@@ -497,17 +437,14 @@ fn cufile_json_that_is_huge_endless_or_not_a_file_is_a_clear_error_in_bounded_me
             vec!["config", "validate", p(path)],
             vec!["config", "show", p(path)],
         ] {
-            let out = address_space_limit(&mut kvik_cmd(&args), 256 << 20)
-                .output()
-                .unwrap();
+            let out = address_space_limit(&mut kvik_cmd(&args), 256 << 20).output_within_deadline();
             fails(&out, 2, &[p(path), &needle]);
         }
         // Named by CUFILE_ENV_PATH_JSON: check says why it is not used, and
         // plan falls back or refuses, naming it.
         let out = kvik_cmd(&["check"])
             .env("CUFILE_ENV_PATH_JSON", path)
-            .output()
-            .unwrap();
+            .output_within_deadline();
         assert!(!text(&out.stderr).contains("panicked"));
         let report = text(&out.stdout);
         assert!(
@@ -516,8 +453,7 @@ fn cufile_json_that_is_huge_endless_or_not_a_file_is_a_clear_error_in_bounded_me
         );
         let out = kvik_cmd(&["plan", "--size", "1MiB"])
             .env("CUFILE_ENV_PATH_JSON", path)
-            .output()
-            .unwrap();
+            .output_within_deadline();
         let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
         assert!(!all.contains("panicked"), "{all}");
         assert!(all.contains(p(path)), "{all}");
@@ -525,8 +461,7 @@ fn cufile_json_that_is_huge_endless_or_not_a_file_is_a_clear_error_in_bounded_me
     // The limit is real: the same command on a file it does read, made
     // to need more memory than that, fails.
     let out = address_space_limit(&mut kvik_cmd(&["config", "validate", p(&big)]), 4 << 20)
-        .output()
-        .unwrap();
+        .output_within_deadline();
     assert!(!out.status.success());
 
     // An empty file is a file with no JSON: diagnosed, exit 1.

@@ -2,15 +2,15 @@
 //! file, a results file or a path to check is expected: every command
 //! answers at once with what the path is (exit 2), or reads it within its
 //! bound; none waits for a FIFO's writer or reads `/dev/zero` forever.
-//! Each command runs under a deadline (`support::run`): one that hangs
+//! Each command runs under a deadline (`common::run`): one that hangs
 //! fails the test.
 
-mod support;
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use support::{fails, kvik, kvik_cmd, mkfifo, p, run, text};
+use common::{fails, kvik, kvik_cmd, mkfifo, p, run, text};
 
 /// A directory with a FIFO (no writer), a FIFO with a live writer holding
 /// unread data, a socket and a plain file.

@@ -5,13 +5,13 @@
 //! a full stdout is exit 1 with a message on stderr, and a stderr that
 //! cannot be written changes nothing but the message.
 
-mod support;
+mod common;
 
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use support::{closed_pipe, dev_full, fails, kvik_cmd, p, run, text};
+use common::{closed_pipe, dev_full, fails, kvik_cmd, p, run, text};
 
 fn saved_bench_run() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bench/results/cpu-2core.json")
