@@ -10,7 +10,7 @@
 
 use std::ffi::c_void;
 
-use cufile_sys::bindings::CUstream;
+use cufile_sys::bindings::{CUfileError_t, CUfileHandle_t, CUstream, off_t};
 use cufile_sys::cufile_fn;
 
 use crate::error::{Error, Result};
@@ -93,23 +93,19 @@ pub unsafe fn read_async(
     stream: *mut c_void,
 ) -> Result<StreamOp> {
     let call = cufile_fn!(handle.driver().library(), cuFileReadAsync)?;
-    let mut op = StreamOp::new(handle, "cuFileReadAsync", size, file_offset, buffer_offset)?;
-    let a = &mut *op.arguments;
-    // SAFETY: the handle is registered; the arguments live in a box the
-    // caller keeps until the stream is done; the caller vouches for the
-    // memory and the stream.
-    let status = unsafe {
-        call(
-            handle.raw(),
-            device_base as *mut c_void,
-            &mut a.size,
-            &mut a.file_offset,
-            &mut a.buffer_offset,
-            &mut a.result,
-            stream as CUstream,
+    // SAFETY: the caller vouches for the memory and the stream.
+    unsafe {
+        enqueue(
+            call,
+            "cuFileReadAsync",
+            handle,
+            device_base,
+            size,
+            file_offset,
+            buffer_offset,
+            stream,
         )
-    };
-    op.check(handle, status)
+    }
 }
 
 /// Enqueue a write of `size` bytes from device memory at `device_base +
@@ -126,9 +122,50 @@ pub unsafe fn write_async(
     stream: *mut c_void,
 ) -> Result<StreamOp> {
     let call = cufile_fn!(handle.driver().library(), cuFileWriteAsync)?;
-    let mut op = StreamOp::new(handle, "cuFileWriteAsync", size, file_offset, buffer_offset)?;
-    let a = &mut *op.arguments;
     // SAFETY: as in `read_async`.
+    unsafe {
+        enqueue(
+            call,
+            "cuFileWriteAsync",
+            handle,
+            device_base,
+            size,
+            file_offset,
+            buffer_offset,
+            stream,
+        )
+    }
+}
+
+/// `cuFileReadAsync` and `cuFileWriteAsync` have one signature: enqueue
+/// either with its arguments in a [`StreamOp`] that outlives the call.
+///
+/// # Safety
+/// As [`read_async`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn enqueue(
+    call: unsafe extern "C" fn(
+        CUfileHandle_t,
+        *mut c_void,
+        *mut usize,
+        *mut off_t,
+        *mut off_t,
+        *mut isize,
+        CUstream,
+    ) -> CUfileError_t,
+    operation: &'static str,
+    handle: &CuFileHandle,
+    device_base: u64,
+    size: usize,
+    file_offset: u64,
+    buffer_offset: u64,
+    stream: *mut c_void,
+) -> Result<StreamOp> {
+    let mut op = StreamOp::new(handle, operation, size, file_offset, buffer_offset)?;
+    let a = &mut *op.arguments;
+    // SAFETY: the handle is registered; the arguments live in a box the
+    // caller keeps until the stream is done; the caller vouches for the
+    // memory and the stream.
     let status = unsafe {
         call(
             handle.raw(),
