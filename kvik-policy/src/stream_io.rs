@@ -119,19 +119,10 @@ impl FileHandle {
         stream: &Arc<CudaStream>,
     ) -> StreamIo<B> {
         let on_stream = self.cufile_on_stream(Memory::Read(buf.as_buf_mut()), offset, stream);
-        match on_stream {
-            Ok(Some(op)) => {
-                return StreamIo {
-                    state: State::OnStream {
-                        buf,
-                        file: self.clone(),
-                        op: Box::new(op),
-                    },
-                };
-            }
-            Ok(None) => {}
-            Err(e) => return StreamIo::gated(PendingIo::ready(Err(e))),
-        }
+        let mut buf = match self.started(on_stream, buf) {
+            Ok(started) => return started,
+            Err(buf) => buf,
+        };
         let own = own_stream(&buf.as_buf_mut());
         let file = self.clone();
         StreamIo::gated(self.spawn_ordered(stream, own, move |cancel| {
@@ -147,25 +138,37 @@ impl FileHandle {
         offset: u64,
         stream: &Arc<CudaStream>,
     ) -> StreamIo<B> {
-        match self.cufile_on_stream(Memory::Write(buf.as_buf()), offset, stream) {
-            Ok(Some(op)) => {
-                return StreamIo {
-                    state: State::OnStream {
-                        buf,
-                        file: self.clone(),
-                        op: Box::new(op),
-                    },
-                };
-            }
-            Ok(None) => {}
-            Err(e) => return StreamIo::gated(PendingIo::ready(Err(e))),
-        }
+        let on_stream = self.cufile_on_stream(Memory::Write(buf.as_buf()), offset, stream);
+        let buf = match self.started(on_stream, buf) {
+            Ok(started) => return started,
+            Err(buf) => buf,
+        };
         let own = own_stream_of(&buf.as_buf());
         let file = self.clone();
         StreamIo::gated(self.spawn_ordered(stream, own, move |cancel| {
             let done = file.transfer_write(unordered(buf.as_buf()), offset, cancel)?;
             Ok((buf, done))
         }))
+    }
+
+    /// The request as cuFile took it on the stream (or its error), or
+    /// `buf` back when cuFile does not take it.
+    fn started<B: Send + 'static>(
+        &self,
+        on_stream: Result<Option<CuFileOnStream>>,
+        buf: B,
+    ) -> std::result::Result<StreamIo<B>, B> {
+        match on_stream {
+            Ok(Some(op)) => Ok(StreamIo {
+                state: State::OnStream {
+                    buf,
+                    file: self.clone(),
+                    op: Box::new(op),
+                },
+            }),
+            Ok(None) => Err(buf),
+            Err(e) => Ok(StreamIo::gated(PendingIo::ready(Err(e)))),
+        }
     }
 
     /// Run `job` on the pool, ordered on `stream` as the module docs say.
