@@ -12,41 +12,20 @@
 mod common;
 
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::time::Instant;
 
-use common::{random_bytes, settings};
+use common::settings;
 use kvik_policy::{FileHandle, ReadRange};
+use kvik_test_support::TestFile;
 
 fn gpu(test: &str) -> bool {
     kvik_test_support::gpu_or_skip(test).is_some()
 }
 
-/// A file of `len` random bytes, removed on drop.
-struct TestFile(PathBuf, Vec<u8>);
-
-impl TestFile {
-    fn new(name: &str, len: usize) -> TestFile {
-        let dir = std::env::var_os("KVIK_TEST_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(std::env::temp_dir);
-        let path = dir.join(format!("{name}-{}", std::process::id()));
-        let data = random_bytes(len, 77);
-        std::fs::write(&path, &data).unwrap();
-        TestFile(path, data)
-    }
-}
-
-impl Drop for TestFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 /// Run `ranges` into a device buffer of `len` bytes filled with 0xAA, and
 /// into host memory through single reads; both must agree everywhere.
 fn check(file: &TestFile, threads: usize, ranges: &[ReadRange], len: usize, what: &str) {
-    let f = FileHandle::open_with(&file.0, "r", &settings(threads, 4 << 20)).unwrap();
+    let f = FileHandle::open_with(file.path(), "r", &settings(threads, 4 << 20)).unwrap();
     let stream = kvik_policy::gpu::context(0).unwrap().default_stream();
     let mut device = stream.alloc_zeros::<u8>(len).unwrap();
     stream.memcpy_htod(&vec![0xAAu8; len], &mut device).unwrap();
@@ -85,8 +64,8 @@ fn random_reads_land_in_gpu_memory_as_single_reads_do() {
     if !gpu(test) {
         return;
     }
-    let file = TestFile::new("kvik-gpu-batch", 256 << 20);
-    let size = file.1.len() as u64;
+    let size: u64 = 256 << 20;
+    let file = TestFile::random("kvik-gpu-batch", size as usize, 77);
     for (io, n) in [(4096u64, 20_000u64), (65536, 4096)] {
         // Scattered, distinct aligned blocks (i × 7919: a prime, coprime
         // with the power-of-two block count), each into its own slot.
@@ -116,8 +95,8 @@ fn unaligned_short_and_empty_entries_keep_the_rest_of_the_device_buffer() {
     if !gpu(test) {
         return;
     }
-    let file = TestFile::new("kvik-gpu-batch-edges", (3 << 20) + 123);
-    let end = file.1.len() as u64;
+    let end: u64 = (3 << 20) + 123;
+    let file = TestFile::random("kvik-gpu-batch-edges", end as usize, 77);
     let ranges = [
         ReadRange {
             file_offset: 17,
